@@ -1,0 +1,142 @@
+"""The ``council`` command: ``run`` (the shipped sample by default), ``grade`` (any responses file) and
+``sim`` (the embedded provider as a standalone server)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+import bank
+from council.config import CouncilConfig
+from council.errors import CouncilError
+from council.runner import BACKENDS, RunRequest, RunResult, run_council
+
+console = Console(stderr=True)
+out = Console()
+
+
+def _grading_args(p: argparse.ArgumentParser, *, responses_required: bool) -> None:
+    p.add_argument("--bank", type=Path, default=bank.SAMPLE_BANK, help="question bank JSONL (default: shipped sample)")
+    if responses_required:
+        p.add_argument("--responses", type=Path, required=True, help="responses JSONL to grade")
+    else:
+        p.add_argument("--responses", type=Path, default=bank.SAMPLE_RESPONSES,
+                       help="responses JSONL (default: shipped sample responses)")
+    p.add_argument("--runs-dir", type=Path, default=Path("runs"), help="where run folders go (default: ./runs)")
+    p.add_argument("--run-id", help="run folder name (default: a timestamp); an existing run is never overwritten")
+    p.add_argument("--seed", type=int, default=0, help="seed for the letter shuffle and the embedded provider")
+    p.add_argument("--backend", choices=BACKENDS, default="ray", help="ray (default) or local (in-process, no Ray)")
+    p.add_argument("--quorum", type=int, default=3, help="valid votes needed for a consensus (default 3)")
+    p.add_argument("--no-self-exclusion", action="store_true",
+                   help="let a vendor's judge grade its own vendor's models (audits only; recorded in the manifest)")
+    p.add_argument("--provider-url", help="send every vendor's calls to this OpenAI-compatible base URL (ending in /v1) "
+                   "instead of starting the embedded provider")
+    p.add_argument("--ray-address", help="join this Ray cluster instead of starting a local instance")
+    p.add_argument("--sim-config", type=Path, help="JSON behaviour file for the embedded provider")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="council", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="grade a benchmark run with the council (default: the shipped sample)")
+    _grading_args(run, responses_required=False)
+    grade = sub.add_parser("grade", help="grade any responses file")
+    _grading_args(grade, responses_required=True)
+    sim = sub.add_parser("sim", help="serve the embedded OpenAI-compatible provider")
+    sim.add_argument("--host", default="127.0.0.1")
+    sim.add_argument("--port", type=int, default=8000)
+    sim.add_argument("--seed", type=int, default=0)
+    sim.add_argument("--config", type=Path, help="JSON behaviour file (vendors, quotas, faults)")
+    sim.add_argument("--bank", type=Path, default=bank.SAMPLE_BANK, help="bank whose responses' truth it knows")
+    sim.add_argument("--responses", type=Path, default=bank.SAMPLE_RESPONSES, help="responses with gold verdicts")
+    return parser
+
+
+def _grade(args: argparse.Namespace) -> int:
+    config = CouncilConfig(seed=args.seed, quorum=args.quorum, self_exclusion=not args.no_self_exclusion)
+    req = RunRequest(
+        bank=args.bank, responses=args.responses, runs_dir=args.runs_dir, run_id=args.run_id, backend=args.backend,
+        provider_url=args.provider_url, ray_address=args.ray_address, config=config, sim_config=args.sim_config,
+        command=" ".join(["council", *sys.argv[1:]]) if sys.argv else args.command,
+    )
+    with Progress(
+        TextColumn("[bold]grading"), BarColumn(), MofNCompleteColumn(), TextColumn("rows"), TimeElapsedColumn(),
+        TimeRemainingColumn(), console=console, transient=False, disable=not console.is_terminal,
+    ) as progress:
+        task = progress.add_task("rows", total=None)
+        result = asyncio.run(run_council(
+            req,
+            on_start=lambda n: progress.update(task, total=n),
+            on_row_done=lambda _row: progress.advance(task),
+        ))
+    print_result(result)
+    return 0
+
+
+def print_result(result: RunResult) -> None:
+    s = result.summary
+    table = Table(title=f"council run {s['run_id']}  ({s['rows']} rows, {result.seconds:.1f} s)")
+    has_truth = "accuracy_vs_gold" in s
+    for col in ("model", "vendor", "rows", "score round 1", "score (council)", *(("true score",) if has_truth else ())):
+        table.add_column(col, justify="left" if col in ("model", "vendor") else "right")
+    ranked = sorted(s["models"].items(), key=lambda kv: -(kv[1]["score"] or 0.0))
+    for model, m in ranked:
+        table.add_row(model, m["vendor"], str(m["rows"]), _pct(m["score_round1"]), _pct(m["score"]),
+                      *((_pct(m.get("true_score")),) if has_truth else ()))
+    out.print(table)
+    metrics = Table(title="deliberation", show_header=False)
+    for key in ("deliberation_impact", "agreement_lift", "consensus_flip_rate", "unanimity_lift"):
+        metrics.add_row(key, _num(s.get(key)))
+    for key, value in s["flags"].items():
+        metrics.add_row(f"rows flagged {key}", str(value))
+    if has_truth:
+        acc = s["accuracy_vs_gold"]
+        metrics.add_row("accuracy vs truth: council", _pct(acc["council"]))
+        metrics.add_row("accuracy vs truth: round one", _pct(acc["round1"]))
+        for member, value in acc["members_round1"].items():
+            metrics.add_row(f"accuracy vs truth: {member} alone", _pct(value))
+    out.print(metrics)
+    out.print(f"run folder: {result.run_dir}")
+
+
+def _pct(x: Any) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"
+
+
+def _num(x: Any) -> str:
+    return "-" if x is None else f"{x:+.4f}" if isinstance(x, float) and x < 0 else f"{x:.4f}" if isinstance(x, float) else str(x)
+
+
+def _sim(args: argparse.Namespace) -> int:
+    from council.sim import SimConfig, TruthTable, serve
+
+    items = bank.load_bank(args.bank)
+    rows = bank.load_responses(args.responses, items)
+    config = SimConfig.from_file(args.config) if args.config else SimConfig.default(seed=args.seed)
+    serve(config, TruthTable.from_rows(items, rows), args.host, args.port)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command in ("run", "grade"):
+            return _grade(args)
+        return _sim(args)
+    except CouncilError as exc:
+        console.print(f"[red]error:[/red] {exc}", highlight=False)
+        return 2
+    except KeyboardInterrupt:
+        console.print("[yellow]interrupted[/yellow]: records archived so far are in the run folder")
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,88 @@
+"""Immutable run configuration: the roster, the protocol knobs, per-phase timeouts and retry policy."""
+
+from __future__ import annotations
+
+import os
+from urllib.parse import urlparse
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from council.errors import ConfigError
+from council.schema import MemberSpec
+from council.vendors import DEFAULT_ROSTER
+
+EMBEDDED_API_KEY = "embedded-provider"  # the embedded provider accepts any bearer token
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Timeouts(_Frozen):
+    """Per-phase HTTP timeouts in seconds."""
+
+    connect_s: float = 5.0
+    read_s: float = 60.0
+    total_s: float = 120.0
+
+
+class RetryPolicy(_Frozen):
+    max_attempts: int = Field(default=6, ge=1)
+    base_delay_s: float = Field(default=0.25, gt=0)
+    max_delay_s: float = Field(default=30.0, gt=0)
+
+
+class Endpoint(_Frozen):
+    """Where a vendor's calls go. The API key is read from the environment variable ``api_key_env`` in
+    the process that makes the call; the key itself never enters a config object, a log or a record."""
+
+    base_url: str
+    api_key_env: str | None = "COUNCIL_API_KEY"
+    concurrency: int = Field(default=32, ge=1)
+    timeouts: Timeouts = Field(default_factory=Timeouts)
+    retry: RetryPolicy = Field(default_factory=RetryPolicy)
+
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")):
+            raise ValueError("must start with http:// or https://")
+        return value.rstrip("/")
+
+    def api_key(self) -> str:
+        key = os.environ.get(self.api_key_env) if self.api_key_env else None
+        if not key and (self.api_key_env is None or urlparse(self.base_url).hostname in ("127.0.0.1", "localhost", "::1")):
+            return EMBEDDED_API_KEY  # a local server (the embedded provider) takes any bearer token
+        if not key:
+            raise ConfigError(f"environment variable {self.api_key_env} is not set (API key for {self.base_url})")
+        return key
+
+
+class JudgeParams(_Frozen):
+    temperature: float = 0.0
+    max_tokens: int = Field(default=256, ge=16)
+
+
+class CouncilConfig(_Frozen):
+    roster: list[MemberSpec] = Field(
+        default_factory=lambda: [MemberSpec(vendor=v, judge_model=m) for v, m in DEFAULT_ROSTER.items()]
+    )
+    quorum: int = Field(default=3, ge=1)
+    self_exclusion: bool = True
+    seed: int = 0
+    judge: JudgeParams = Field(default_factory=JudgeParams)
+    rows_in_flight: int = Field(default=256, ge=1)
+
+    @field_validator("roster")
+    @classmethod
+    def _one_seat_per_vendor(cls, roster: list[MemberSpec]) -> list[MemberSpec]:
+        vendors = [m.vendor for m in roster]
+        if len(set(vendors)) != len(vendors):
+            raise ValueError("the roster must have one member per vendor")
+        if not roster:
+            raise ValueError("the roster is empty")
+        return roster
+
+    @property
+    def vendors(self) -> list[str]:
+        return [m.vendor for m in self.roster]

@@ -1,0 +1,152 @@
+"""The wire schema: every record that crosses a file, a process or the network.
+
+Bank items and response rows are read from JSONL; judge-call records, row verdicts and the run manifest
+are written to the run folder. Field names here are the on-disk names.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from council.vendors import vendor_of
+
+Verdict = Literal["correct", "incorrect"]
+ParseStatus = Literal["ok", "repaired", "unparseable", "error"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _non_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be empty")
+    return value
+
+
+class BankItem(_Strict):
+    """One question of a bank. ``rationale`` explains why the item exists and is never sent to a judge."""
+
+    id: str
+    probe: str
+    prompt: str
+    reference: str
+    rationale: str
+    rubric: str | None = None
+    tags: list[str] = Field(default_factory=list)
+
+    _not_blank = field_validator("id", "probe", "prompt", "reference", "rationale")(_non_blank)
+
+
+class ResponseRow(_Strict):
+    """A model's response to a bank item: the unit the council grades.
+
+    ``gold_verdict`` is the known truth where there is one (human labels, or the embedded provider's
+    ground truth). It is never sent to a judge.
+    """
+
+    row_id: str = ""
+    item_id: str
+    model: str
+    vendor: str = ""
+    response: str
+    gold_verdict: Verdict | None = None
+    confidence: float | None = Field(default=None, ge=0.0, le=1.0)
+
+    _not_blank = field_validator("item_id", "model")(_non_blank)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _defaults(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            data = dict(data)
+            model = data.get("model")
+            if isinstance(model, str) and model.strip():
+                if not data.get("vendor"):
+                    data["vendor"] = vendor_of(model)
+                if not data.get("row_id") and isinstance(data.get("item_id"), str):
+                    data["row_id"] = f"{data['item_id']}::{model}"
+        return data
+
+
+class Usage(_Strict):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            total_tokens=self.total_tokens + other.total_tokens,
+        )
+
+
+class JudgeCallRecord(_Strict):
+    """One vote: a member's answer for one row in one round, with everything needed to audit it."""
+
+    row_id: str
+    round: Literal[1, 2]
+    member: str
+    judge_model: str
+    verdict: Verdict | None
+    reason: str | None
+    ok: bool
+    parse_status: ParseStatus
+    raw_outputs: list[str] = Field(default_factory=list)
+    finish_reason: str | None = None
+    usage: Usage = Field(default_factory=Usage)
+    latency_s: float = 0.0
+    attempts: int = 0
+    error: str | None = None
+    prompt_version: str
+    prompt_hash: str
+    request_id: str
+    batch_size: int = 1
+    peer_letters: dict[str, str] = Field(default_factory=dict)
+
+
+class RowVerdict(_Strict):
+    """The council's decision on one row, both rounds."""
+
+    row_id: str
+    item_id: str
+    model: str
+    vendor: str
+    members: list[str]
+    votes_round1: dict[str, Verdict | None]
+    votes_round2: dict[str, Verdict | None]
+    consensus_round1: Verdict
+    consensus: Verdict
+    flags: list[str] = Field(default_factory=list)
+    gold_verdict: Verdict | None = None
+
+
+class MemberSpec(_Strict):
+    """A council seat: the vendor and the judge model that speaks for it."""
+
+    vendor: str
+    judge_model: str
+
+
+class RunManifest(_Strict):
+    run_id: str
+    created_at: str
+    command: str
+    roster: list[MemberSpec]
+    self_exclusion: bool
+    quorum: int
+    seed: int
+    backend: str
+    provider_url: str | None
+    prompt_version: str
+    prompt_hashes: dict[str, str]
+    bank_path: str
+    responses_path: str
+    dataset_fingerprint: str
+    responses_fingerprint: str
+    rows: int
+    versions: dict[str, str]
+    config: dict[str, Any] = Field(default_factory=dict)
