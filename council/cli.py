@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
@@ -84,7 +85,7 @@ def print_result(result: RunResult) -> None:
     s = result.summary
     table = Table(title=f"council run {s['run_id']}  ({s['rows']} rows, {result.seconds:.1f} s)")
     has_truth = "accuracy_vs_gold" in s
-    for col in ("model", "vendor", "rows", "score round 1", "score (council)", *(("true score",) if has_truth else ())):
+    for col in ("model", "vendor", "rows", "round 1", "council", *(("truth",) if has_truth else ())):
         table.add_column(col, justify="left" if col in ("model", "vendor") else "right")
     ranked = sorted(s["models"].items(), key=lambda kv: -(kv[1]["score"] or 0.0))
     for model, m in ranked:
@@ -131,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
             return _grade(args)
         return _sim(args)
     except CouncilError as exc:
-        console.print(f"[red]error:[/red] {exc}", highlight=False)
+        console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
         return 2
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/yellow]: records archived so far are in the run folder")

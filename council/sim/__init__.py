@@ -1,0 +1,17 @@
+"""The embedded provider: a local OpenAI-compatible chat-completions server that plays every vendor's judge.
+
+It knows the ground truth (a TruthTable built from the rows being graded) and simulates per-vendor
+accuracy, self-preference and persuadability, RPM/TPM quotas answered with real 429s and rate-limit
+headers, latency, 5xx errors, timeouts, malformed JSON and truncation::
+
+    server = await start_sim(SimConfig.default(seed=0), TruthTable.from_rows(items, rows))
+    client = AsyncOpenAI(base_url=server.url, api_key="sim")
+    ...
+    await server.close()
+"""
+
+from council.sim._config import SimConfig, VendorBehaviour
+from council.sim._server import SimServer, build_app, serve, start_sim
+from council.sim._truth import TruthTable, truth_key
+
+__all__ = ["SimConfig", "SimServer", "TruthTable", "VendorBehaviour", "build_app", "serve", "start_sim", "truth_key"]

@@ -1,0 +1,102 @@
+"""Configuration of the embedded provider: how each vendor's judge behaves, and its quota."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from council.errors import ConfigError
+
+_Rate = Field(ge=0.0, le=1.0)
+
+
+class VendorBehaviour(BaseModel):
+    """One vendor's judge: its skill, its biases, its faults and its quota."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    accuracy: float = Field(default=0.82, ge=0.0, le=1.0)
+    """P(round-one verdict == truth)."""
+    self_preference: float = Field(default=0.0, ge=0.0, le=1.0)
+    """P(grading its own vendor's wrong answer as correct, when it would otherwise say incorrect)."""
+    persuadability: float = Field(default=0.3, ge=0.0, le=1.0)
+    """Round two: P(switching to the peers' strict-majority verdict when it disagrees with its own)."""
+    malformed_rate: float = Field(default=0.01, ge=0.0, le=1.0)
+    truncation_rate: float = Field(default=0.0, ge=0.0, le=1.0)
+    error_rate: float = Field(default=0.0, ge=0.0, le=1.0)
+    timeout_rate: float = Field(default=0.0, ge=0.0, le=1.0)
+    latency_ms: float = Field(default=5.0, ge=0.0)
+    latency_jitter_ms: float = Field(default=5.0, ge=0.0)
+    rpm: int = Field(default=0, ge=0)
+    """Requests per minute; 0 = unlimited."""
+    tpm: int = Field(default=0, ge=0)
+    """Tokens (prompt + completion) per minute; 0 = unlimited."""
+    name_drop_rate: float = Field(default=0.05, ge=0.0, le=1.0)
+    """P(the reason names the judge's own model, e.g. "As gpt-5, I find ...")."""
+
+
+class SimConfig(BaseModel):
+    """The whole provider: a seed, per-vendor behaviour, and the quota and timeout knobs."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    seed: int = 0
+    vendors: dict[str, VendorBehaviour] = Field(default_factory=dict)
+    default: VendorBehaviour = Field(default_factory=VendorBehaviour)
+    burst_s: float = Field(default=1.0, gt=0.0)
+    timeout_s: float = Field(default=30.0, ge=0.0)
+
+    def behaviour(self, vendor: str) -> VendorBehaviour:
+        return self.vendors.get(vendor, self.default)
+
+    @classmethod
+    def planted(cls, seed: int = 0) -> SimConfig:
+        """The planted scenario (also ``SimConfig.default(seed)``): five vendors, google and openai
+        strongly self-preferring, deepseek mildly; every judge persuadable with probability 0.3."""
+        planted = {
+            "anthropic": (0.86, 0.1),
+            "google": (0.84, 0.7),
+            "openai": (0.85, 0.8),
+            "alibaba": (0.80, 0.1),
+            "deepseek": (0.78, 0.3),
+        }
+        vendors = {
+            name: VendorBehaviour(accuracy=acc, self_preference=pref, persuadability=0.3)
+            for name, (acc, pref) in planted.items()
+        }
+        return cls(seed=seed, vendors=vendors)
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> SimConfig:
+        """Read a JSON file shaped like ``SimConfig.model_dump()``; raise ConfigError on any problem."""
+        p = Path(path)
+        try:
+            raw = p.read_bytes()
+        except OSError as exc:
+            raise ConfigError(f"{p}: cannot read simulator config: {exc.strerror or exc}") from exc
+        try:
+            data = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise ConfigError(f"{p}: simulator config is not valid JSON: {exc}") from exc
+        if not isinstance(data, dict):
+            raise ConfigError(f"{p}: simulator config must be a JSON object, got {type(data).__name__}")
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(part) for part in err['loc']) or '<root>'}: {err['msg']}" for err in exc.errors()
+            )
+            raise ConfigError(f"{p}: bad simulator config: {problems}") from exc
+
+
+# ``SimConfig.default`` is both a field (the behaviour of unlisted vendors, read on instances) and, read on
+# the class, the planted scenario ``SimConfig.default(seed=0)``. A classmethod is a non-data descriptor, so
+# an instance's own field value wins over it; it is attached after pydantic has built the class.
+def _default_scenario(cls: type[SimConfig], seed: int = 0) -> SimConfig:
+    """The planted scenario; see ``SimConfig.planted``."""
+    return cls.planted(seed)
+
+
+SimConfig.default = classmethod(_default_scenario)  # type: ignore[assignment,method-assign]

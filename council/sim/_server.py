@@ -1,0 +1,376 @@
+"""The embedded provider's HTTP face: an OpenAI-compatible chat-completions server on aiohttp.
+
+Routes: ``POST /v1/chat/completions``, ``GET /v1/models`` (both need ``Authorization: Bearer <anything>``),
+and the unauthenticated test hooks ``GET /v1/sim/stats`` and ``POST /v1/sim/reset``.
+
+The reply's content (verdict, reason, malformed or not) is a pure function of the request, so the same
+request always gets the same content. Transport faults (5xx, timeouts, truncation, latency) are drawn
+from one seeded stream per server, so a retried request can succeed where the first attempt failed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import random
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from council.sim._config import SimConfig, VendorBehaviour
+from council.sim._judging import Message, decide
+from council.sim._quota import Clock, QuotaBook
+from council.sim._truth import TruthTable
+from council.vendors import DEFAULT_ROSTER, vendor_of
+
+_JSON = "application/json"
+_STAT_KEYS = ("requests", "rate_limited", "billed", "errors", "prompt_tokens", "completion_tokens")
+_RESPONSE_FORMATS = frozenset({"text", "json_object", "json_schema"})
+
+
+class _ModelStats:
+    __slots__ = _STAT_KEYS
+
+    def __init__(self) -> None:
+        self.zero()
+
+    def zero(self) -> None:
+        for key in _STAT_KEYS:
+            setattr(self, key, 0)
+
+    def as_dict(self) -> dict[str, int]:
+        return {key: getattr(self, key) for key in _STAT_KEYS}
+
+
+@dataclass(slots=True)
+class _Model:
+    """What the server keeps per model id: its vendor, that vendor's behaviour, and the counters."""
+
+    vendor: str
+    behaviour: VendorBehaviour
+    stats: _ModelStats
+
+
+class _State:
+    def __init__(self, config: SimConfig, truth: TruthTable, clock: Clock) -> None:
+        self.config = config
+        self.truth = truth
+        self.quota = QuotaBook(config, clock)
+        self.models: dict[str, _Model] = {}
+        self.faults = random.Random(f"sim-faults:{config.seed}")
+        self.ids = itertools.count(1)
+        for model in DEFAULT_ROSTER.values():
+            self.model(model)
+
+    def model(self, model_id: str) -> _Model:
+        got = self.models.get(model_id)
+        if got is None:
+            vendor = vendor_of(model_id)
+            got = self.models[model_id] = _Model(vendor, self.config.behaviour(vendor), _ModelStats())
+        return got
+
+    def stats(self) -> dict[str, Any]:
+        models = {mid: m.stats.as_dict() for mid, m in self.models.items()}
+        vendors: dict[str, dict[str, int]] = {}
+        for m in self.models.values():
+            acc = vendors.setdefault(m.vendor, dict.fromkeys(_STAT_KEYS, 0))
+            for key in _STAT_KEYS:
+                acc[key] += getattr(m.stats, key)
+        return {"models": models, "vendors": vendors}
+
+    def reset(self, quotas: bool = False) -> None:
+        for m in self.models.values():
+            m.stats.zero()
+        if quotas:
+            self.quota.reset()
+
+
+STATE: web.AppKey[_State] = web.AppKey("council_sim_state", _State)
+
+
+# ---- responses -----------------------------------------------------------------------------------------
+
+
+def _json(payload: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
+    hdrs = {"Content-Type": _JSON}
+    if headers:
+        hdrs.update(headers)
+    return web.Response(body=orjson.dumps(payload), status=status, headers=hdrs)
+
+
+def _error(
+    status: int, message: str, type_: str, code: str | None = None, param: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> web.Response:
+    return _json({"error": {"message": message, "type": type_, "param": param, "code": code}}, status, headers)
+
+
+def _bad_request(message: str, param: str | None = None) -> web.Response:
+    return _error(400, message, "invalid_request_error", None, param)
+
+
+def _authorized(request: web.Request) -> bool:
+    auth = request.headers.get("Authorization", "")
+    return auth[:7].lower() == "bearer " and bool(auth[7:].strip())
+
+
+_UNAUTHORIZED = (
+    401, "You didn't provide an API key. Provide it in an Authorization header: 'Bearer YOUR_KEY'.",
+    "invalid_request_error", "invalid_api_key",
+)
+
+
+def _est_tokens(chars: int) -> int:
+    return -(-chars // 4)  # ceil(chars / 4)
+
+
+# ---- request parsing -----------------------------------------------------------------------------------
+
+
+class _BadBody(Exception):
+    def __init__(self, message: str, param: str | None = None) -> None:
+        super().__init__(message)
+        self.param = param
+
+
+def _content_text(content: Any, i: int) -> str:
+    if isinstance(content, str):
+        return content
+    if content is None:
+        return ""
+    if isinstance(content, list):  # content parts: keep the text ones
+        parts = []
+        for part in content:
+            if not isinstance(part, dict):
+                raise _BadBody(f"messages[{i}].content parts must be objects", f"messages[{i}].content")
+            if part.get("type") == "text":
+                text = part.get("text")
+                if not isinstance(text, str):
+                    raise _BadBody(f"messages[{i}].content text part needs a string 'text'", f"messages[{i}].content")
+                parts.append(text)
+        return "".join(parts)
+    raise _BadBody(f"messages[{i}].content must be a string or a list of content parts", f"messages[{i}].content")
+
+
+def _parse_body(raw: bytes) -> tuple[str, list[Message], int | None]:
+    try:
+        body = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise _BadBody(f"We could not parse the JSON body of your request: {exc}") from exc
+    if not isinstance(body, dict):
+        raise _BadBody("The request body must be a JSON object.")
+    model = body.get("model")
+    if not isinstance(model, str) or not model.strip():
+        raise _BadBody("you must provide a model parameter", "model")
+    msgs = body.get("messages")
+    if not isinstance(msgs, list) or not msgs:
+        raise _BadBody("'messages' must be a non-empty array", "messages")
+    messages: list[Message] = []
+    for i, m in enumerate(msgs):
+        if not isinstance(m, dict) or not isinstance(m.get("role"), str):
+            raise _BadBody(f"messages[{i}] must be an object with a string 'role'", f"messages[{i}]")
+        messages.append((m["role"], _content_text(m.get("content"), i)))
+    temperature = body.get("temperature")
+    if temperature is not None and (isinstance(temperature, bool) or not isinstance(temperature, (int, float))):
+        raise _BadBody("'temperature' must be a number", "temperature")
+    max_tokens = body.get("max_tokens")
+    if max_tokens is None:
+        max_tokens = body.get("max_completion_tokens")
+    if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1):
+        raise _BadBody("'max_tokens' must be a positive integer", "max_tokens")
+    fmt = body.get("response_format")
+    if fmt is not None:
+        if not isinstance(fmt, dict) or fmt.get("type") not in _RESPONSE_FORMATS:
+            raise _BadBody("'response_format.type' must be one of text, json_object, json_schema", "response_format")
+        if fmt["type"] == "json_schema" and not isinstance(fmt.get("json_schema"), dict):
+            raise _BadBody("'response_format.json_schema' must be an object", "response_format")
+    if body.get("stream"):
+        raise _BadBody("streaming is not supported by the embedded provider", "stream")
+    return model, messages, max_tokens
+
+
+# ---- handlers ------------------------------------------------------------------------------------------
+
+
+async def _chat(request: web.Request) -> web.Response:
+    st = request.app[STATE]
+    if not _authorized(request):
+        return _error(*_UNAUTHORIZED)
+    try:
+        model_id, messages, max_tokens = _parse_body(await request.read())
+    except _BadBody as exc:
+        return _bad_request(str(exc), exc.param)
+    model = st.model(model_id)
+    b = model.behaviour
+    stats = model.stats
+    stats.requests += 1
+
+    content = decide(st.config, st.truth, model_id, messages, b).content
+    prompt_tokens = _est_tokens(sum(len(c) for _, c in messages))
+    completion_tokens = _est_tokens(len(content))
+    finish = "stop"
+    faults = st.faults
+    if b.truncation_rate and faults.random() < b.truncation_rate:
+        content = content[: max(1, int(len(content) * (0.2 + 0.6 * faults.random())))]
+        completion_tokens, finish = _est_tokens(len(content)), "length"
+    if max_tokens is not None and max_tokens < completion_tokens:
+        content, completion_tokens, finish = content[: max_tokens * 4], max_tokens, "length"
+
+    admission = st.quota.admit(model.vendor, prompt_tokens + completion_tokens)
+    headers = admission.headers
+    if not admission.ok:
+        stats.rate_limited += 1
+        what = admission.limited_by
+        return _error(
+            429,
+            f"Rate limit reached for {model_id} on {what} per min. Please try again in "
+            f"{admission.retry_after_s:.3g}s.",
+            what, "rate_limit_exceeded", None, headers,
+        )
+    if b.error_rate and faults.random() < b.error_rate:
+        stats.errors += 1
+        return _error(500, "The server had an error while processing your request.", "server_error", None, None, headers)
+    if b.timeout_rate and faults.random() < b.timeout_rate:
+        await asyncio.sleep(st.config.timeout_s)
+    if b.latency_ms or b.latency_jitter_ms:
+        delay = b.latency_ms + b.latency_jitter_ms * (2.0 * faults.random() - 1.0)
+        if delay > 0:
+            await asyncio.sleep(delay / 1000.0)
+
+    stats.billed += 1
+    stats.prompt_tokens += prompt_tokens
+    stats.completion_tokens += completion_tokens
+    payload = {
+        "id": f"chatcmpl-sim{next(st.ids):012x}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model_id,
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": finish, "logprobs": None}
+        ],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }
+    return _json(payload, 200, headers)
+
+
+async def _models(request: web.Request) -> web.Response:
+    if not _authorized(request):
+        return _error(*_UNAUTHORIZED)
+    st = request.app[STATE]
+    data = [{"id": mid, "object": "model", "created": 0, "owned_by": m.vendor} for mid, m in st.models.items()]
+    return _json({"object": "list", "data": data})
+
+
+async def _stats(request: web.Request) -> web.Response:
+    return _json(request.app[STATE].stats())
+
+
+async def _reset(request: web.Request) -> web.Response:
+    quotas = request.query.get("quotas", "").lower() in {"1", "true", "yes"}
+    request.app[STATE].reset(quotas=quotas)
+    return _json({"ok": True})
+
+
+def build_app(
+    config: SimConfig | None = None, truth: TruthTable | None = None, *, clock: Clock | None = None
+) -> web.Application:
+    """The aiohttp application; ``clock`` (default ``time.monotonic``) drives the quota buckets."""
+    app = web.Application(client_max_size=32 * 1024 * 1024)
+    app[STATE] = _State(config or SimConfig.default(), truth or TruthTable(), clock or time.monotonic)
+    app.router.add_post("/v1/chat/completions", _chat)
+    app.router.add_get("/v1/models", _models)
+    app.router.add_get("/v1/sim/stats", _stats)
+    app.router.add_post("/v1/sim/reset", _reset)
+    return app
+
+
+# ---- running -------------------------------------------------------------------------------------------
+
+
+class SimServer:
+    """A running embedded provider. ``url`` is the OpenAI-style base URL (``http://127.0.0.1:PORT/v1``)."""
+
+    def __init__(self, app: web.Application, runner: web.AppRunner, host: str, port: int) -> None:
+        self.app = app
+        self._runner = runner
+        self.host = host
+        self.port = port
+        self.url = f"http://{host}:{port}/v1"
+
+    @property
+    def config(self) -> SimConfig:
+        return self.app[STATE].config
+
+    @property
+    def truth(self) -> TruthTable:
+        return self.app[STATE].truth
+
+    async def stats(self) -> dict[str, Any]:
+        """The same counters as ``GET /v1/sim/stats``, read directly."""
+        return self.app[STATE].stats()
+
+    async def reset(self, quotas: bool = False) -> None:
+        """Zero the counters (and, with ``quotas``, refill every bucket)."""
+        self.app[STATE].reset(quotas=quotas)
+
+    async def close(self) -> None:
+        await self._runner.cleanup()
+
+    async def __aenter__(self) -> SimServer:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+async def start_sim(
+    config: SimConfig | None = None,
+    truth: TruthTable | None = None,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    *,
+    clock: Clock | None = None,
+) -> SimServer:
+    """Start the provider on ``host:port`` (port 0 = an ephemeral port) and return it running."""
+    app = build_app(config, truth, clock=clock)
+    runner = web.AppRunner(app, access_log=None, handler_cancellation=True, shutdown_timeout=1.0)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port)
+    try:
+        await site.start()
+    except BaseException:
+        await runner.cleanup()
+        raise
+    bound = port
+    for addr in runner.addresses:
+        if isinstance(addr, tuple) and len(addr) >= 2:
+            bound = int(addr[1])
+            break
+    shown = f"[{host}]" if ":" in host else host
+    return SimServer(app, runner, shown, bound)
+
+
+def serve(
+    config: SimConfig | None = None, truth: TruthTable | None = None, host: str = "127.0.0.1", port: int = 0
+) -> None:
+    """Run the provider until interrupted, printing its base URL first (for ``council sim``)."""
+
+    async def main() -> None:
+        server = await start_sim(config, truth, host, port)
+        print(f"embedded provider listening on {server.url}", flush=True)
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await server.close()
+
+    try:
+        asyncio.run(main())
+    except KeyboardInterrupt:
+        pass

@@ -1,0 +1,407 @@
+"""The embedded provider, tested over real HTTP on 127.0.0.1 (ephemeral ports)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator, Iterable
+
+import aiohttp
+import openai
+import pytest
+import pytest_asyncio
+from openai import AsyncOpenAI
+
+from council.errors import ConfigError
+from council.prompts import Peer, repair_messages, round1_messages, round2_messages
+from council.schema import BankItem, ResponseRow
+from council.sim import SimConfig, SimServer, TruthTable, VendorBehaviour, start_sim, truth_key
+from council.sim._judging import parse_prompt
+from council.sim._quota import QuotaBook, format_reset
+from council.vendors import DEFAULT_ROSTER
+
+AUTH = {"Authorization": "Bearer test"}
+QUIET = {"latency_ms": 0.0, "latency_jitter_ms": 0.0, "malformed_rate": 0.0, "name_drop_rate": 0.0}
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.t = 1000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def quiet(config: SimConfig, **extra: float) -> SimConfig:
+    """``config`` with no latency, no malformed output and no name drops (plus ``extra``) for every vendor."""
+    upd = {**QUIET, **extra}
+    return config.model_copy(
+        update={
+            "vendors": {v: b.model_copy(update=upd) for v, b in config.vendors.items()},
+            "default": config.default.model_copy(update=upd),
+        }
+    )
+
+
+def one_vendor(**kw: float) -> SimConfig:
+    return SimConfig(seed=1, default=VendorBehaviour(**{**QUIET, **kw}))
+
+
+def bank(n: int, model: str, gold_of=lambda i: "correct" if i % 2 == 0 else "incorrect", tag: str = "q"):
+    items = [
+        BankItem(id=f"{tag}{i}", probe="calibration", prompt=f"What is {i} + {i}? ({tag})", reference=str(2 * i),
+                 rationale="arithmetic")
+        for i in range(n)
+    ]
+    # Whether a row is right is set by gold_verdict alone, not by what its text says.
+    rows = [
+        ResponseRow(item_id=it.id, model=model, response=f"I believe the answer is {i * 7 % 13} or so, reply {i}.",
+                    gold_verdict=gold_of(i))
+        for i, it in enumerate(items)
+    ]
+    return items, rows
+
+
+@pytest_asyncio.fixture(loop_scope="function")
+async def session() -> AsyncIterator[aiohttp.ClientSession]:
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=64)) as s:
+        yield s
+
+
+async def post(session: aiohttp.ClientSession, server: SimServer, model: str, messages: list[dict], **extra):
+    body = {"model": model, "messages": messages, "temperature": 0, **extra}
+    async with session.post(f"{server.url}/chat/completions", json=body, headers=AUTH) as resp:
+        return resp.status, resp.headers.copy(), await resp.json()  # case-insensitive headers
+
+
+async def verdicts(session, server, model: str, message_lists: Iterable[list[dict]]) -> list[str]:
+    sem = asyncio.Semaphore(32)
+
+    async def one(messages: list[dict]) -> str:
+        async with sem:
+            status, _, body = await post(session, server, model, messages)
+        assert status == 200, body
+        return json.loads(body["choices"][0]["message"]["content"])["verdict"]
+
+    return await asyncio.gather(*(one(m) for m in message_lists))
+
+
+def content_of(body: dict) -> str:
+    return body["choices"][0]["message"]["content"]
+
+
+# ---- the OpenAI client sees a normal provider --------------------------------------------------------------
+
+
+async def test_openai_client_completion_and_models() -> None:
+    items, rows = bank(1, "meta-llama/llama-3-70b")
+    async with await start_sim(quiet(SimConfig.default()), TruthTable.from_rows(items, rows)) as server:
+        assert server.url == f"http://127.0.0.1:{server.port}/v1"
+        client = AsyncOpenAI(base_url=server.url, api_key="test", max_retries=0)
+        resp = await client.chat.completions.create(
+            model="openai/gpt-5", messages=round1_messages(items[0], rows[0]), temperature=0, max_tokens=200,
+            response_format={"type": "json_schema", "json_schema": {"name": "v", "schema": {"type": "object"}}},
+            extra_body={"some_unknown_field": 1},
+        )
+        assert resp.object == "chat.completion" and resp.model == "openai/gpt-5"
+        assert resp.choices[0].finish_reason == "stop" and resp.choices[0].message.role == "assistant"
+        parsed = json.loads(resp.choices[0].message.content)
+        assert parsed["verdict"] in {"correct", "incorrect"} and parsed["reason"].endswith(".")
+        assert resp.usage.total_tokens == resp.usage.prompt_tokens + resp.usage.completion_tokens > 0
+        await client.chat.completions.create(model="x-ai/grok-4", messages=[{"role": "user", "content": "hi"}])
+        ids = [m.id for m in (await client.models.list()).data]
+        assert set(DEFAULT_ROSTER.values()) <= set(ids) and "x-ai/grok-4" in ids
+        await client.close()
+
+
+async def test_auth_and_bad_bodies(session) -> None:
+    async with await start_sim(one_vendor()) as server:
+        url = f"{server.url}/chat/completions"
+        good = {"model": "openai/gpt-5", "messages": [{"role": "user", "content": "hi"}]}
+        for headers in ({}, {"Authorization": "Basic abc"}, {"Authorization": "Bearer "}):
+            async with session.post(url, json=good, headers=headers) as resp:
+                assert resp.status == 401
+                assert (await resp.json())["error"]["code"] == "invalid_api_key"
+        async with session.get(f"{server.url}/models") as resp:
+            assert resp.status == 401
+        bad_bodies = [b"{not json", b"[]", b'{"messages": []}', b'{"model": "m", "messages": []}',
+                      b'{"model": "m", "messages": [{"content": "x"}]}',
+                      b'{"model": "m", "messages": [{"role": "user", "content": "x"}], "max_tokens": 0}',
+                      b'{"model": "m", "messages": [{"role": "user", "content": "x"}], "response_format": 3}']
+        for raw in bad_bodies:
+            async with session.post(url, data=raw, headers={**AUTH, "Content-Type": "application/json"}) as resp:
+                assert resp.status == 400, raw
+                err = (await resp.json())["error"]
+                assert err["type"] == "invalid_request_error" and err["message"]
+        stats = await server.stats()
+        assert stats["models"]["openai/gpt-5"]["requests"] == 0
+
+
+# ---- judging: truth, determinism, statistics -------------------------------------------------------------
+
+
+async def test_verdict_follows_truth_table_not_prompt(session) -> None:
+    item = BankItem(id="cap", probe="calibration", prompt="Capital of France?", reference="Paris", rationale="r")
+    # The wrong row contains the reference; the right row does not: a prompt heuristic would get both wrong.
+    wrong = ResponseRow(item_id="cap", model="m/a", response="Not Paris, it is Lyon.", gold_verdict="incorrect")
+    right = ResponseRow(item_id="cap", model="m/b", response="The French capital city.", gold_verdict="correct")
+    unknown = ResponseRow(item_id="cap", model="m/c", response="It is   PARIS.")
+    truth = TruthTable.from_rows([item], [wrong, right])
+    assert truth.lookup(item.prompt, wrong.response) == ("incorrect", frozenset({"m"}))
+    assert truth.get(truth_key(item.prompt, unknown.response)) == (None, frozenset())
+    async with await start_sim(one_vendor(accuracy=1.0), truth) as server:
+        got = await verdicts(session, server, "openai/gpt-5",
+                             [round1_messages(item, r) for r in (wrong, right, unknown)])
+    assert got == ["incorrect", "correct", "correct"]  # unknown pair: reference containment heuristic
+
+
+async def test_determinism_and_seed(session) -> None:
+    items, rows = bank(30, "meta-llama/llama-3-70b")
+    truth = TruthTable.from_rows(items, rows)
+    cfg = SimConfig.default(seed=0).model_copy(update={"default": VendorBehaviour(**QUIET)})
+    msgs = [round1_messages(i, r) for i, r in zip(items, rows)]
+    contents = {}
+    for seed in (0, 0, 1):
+        async with await start_sim(cfg.model_copy(update={"seed": seed}), truth) as server:
+            out = []
+            for m in msgs:
+                status, _, body = await post(session, server, "anthropic/claude-sonnet-4.5", m)
+                assert status == 200
+                out.append(content_of(body))
+            again = content_of((await post(session, server, "anthropic/claude-sonnet-4.5", msgs[0]))[2])
+            assert again == out[0]
+        contents.setdefault(seed, []).append(out)
+    assert contents[0][0] == contents[0][1]
+    assert sum(a != b for a, b in zip(contents[0][0], contents[1][0])) >= 5
+
+
+async def test_accuracy_and_self_preference_emerge(session) -> None:
+    config = quiet(SimConfig.default(seed=7))
+    others_items, others_rows = bank(400, "meta-llama/llama-3-70b", tag="m")  # nobody's own vendor
+    own_items, own_rows = bank(150, "openai/gpt-4o", gold_of=lambda i: "incorrect", tag="o")  # openai's wrong rows
+    truth = TruthTable.from_rows(others_items + own_items, others_rows + own_rows)
+    others = [round1_messages(i, r) for i, r in zip(others_items, others_rows)]
+    own = [round1_messages(i, r) for i, r in zip(own_items, own_rows)]
+    gold = [r.gold_verdict for r in others_rows]
+    async with await start_sim(config, truth) as server:
+        for vendor, model in DEFAULT_ROSTER.items():
+            got = await verdicts(session, server, model, others)
+            accuracy = sum(g == v for g, v in zip(gold, got)) / len(gold)
+            assert abs(accuracy - config.vendors[vendor].accuracy) <= 0.07, (vendor, accuracy)
+        wrong_rows = [m for m, g in zip(others, gold) if g == "incorrect"]
+        openai_on_others = await verdicts(session, server, DEFAULT_ROSTER["openai"], wrong_rows)
+        openai_on_own = await verdicts(session, server, DEFAULT_ROSTER["openai"], own)
+        anthropic_on_openai = await verdicts(session, server, DEFAULT_ROSTER["anthropic"], own)
+    rate = lambda vs: sum(v == "correct" for v in vs) / len(vs)  # noqa: E731
+    # P(correct | own wrong row) = (1 - acc) + acc * self_preference = 0.15 + 0.85 * 0.8 = 0.83.
+    assert abs(rate(openai_on_own) - 0.83) <= 0.08
+    assert rate(openai_on_own) - rate(openai_on_others) > 0.5
+    assert rate(anthropic_on_openai) < 0.3  # other vendors do not favour openai's text
+
+
+async def test_round_two_persuadability(session) -> None:
+    config = one_vendor(accuracy=0.8, persuadability=0.3, self_preference=1.0)
+    items, rows = bank(400, "meta-llama/llama-3-70b")
+    truth = TruthTable.from_rows(items, rows)
+    against = [Peer("B", "incorrect", "No."), Peer("C", "incorrect", "Wrong."), Peer("D", "correct", "Fine.")]
+    agree = [Peer("B", "correct", "Yes."), Peer("C", "correct", "Right.")]
+    tie = [Peer("B", "incorrect", "No."), Peer("C", "correct", "Yes.")]
+    judge = "anthropic/claude-sonnet-4.5"
+    async with await start_sim(config, truth) as server:
+        def r2(peers, own="correct", pairs=None):
+            pairs = list(zip(items, rows)) if pairs is None else pairs
+            return [round2_messages(i, r, own, "It matches.", peers) for i, r in pairs]
+
+        switched = await verdicts(session, server, judge, r2(against))
+        assert abs(sum(v == "incorrect" for v in switched) / 400 - 0.3) <= 0.07
+        assert set(await verdicts(session, server, judge, r2(agree))) == {"correct"}
+        assert set(await verdicts(session, server, judge, r2(tie))) == {"correct"}
+        # No round-one vote: decided afresh, then persuaded like any other.
+        fresh = await verdicts(session, server, judge, r2(agree, own=None))
+        assert 0.5 < sum(v == "correct" for v in fresh) / 400 < 1.0
+        # A self-preferring judge does not give up "correct" on its own vendor's text.
+        own_items, own_rows = bank(60, "anthropic/claude-3-haiku", gold_of=lambda i: "incorrect", tag="a")
+        # The server shares the table it was given, so it can be extended in place.
+        for i, r in zip(own_items, own_rows):
+            server.truth.add(i.prompt, r.response, r.gold_verdict, [r.vendor])
+        held = await verdicts(session, server, judge, r2(against, pairs=list(zip(own_items, own_rows))))
+        assert set(held) == {"correct"}
+
+
+def test_parse_prompt_round_two() -> None:
+    item = BankItem(id="i", probe="p", prompt="Q?\nline two", reference="R", rubric="Rub\nric", rationale="x")
+    row = ResponseRow(item_id="i", model="m/x", response="A\n</response>\ntricky")
+    peers = [Peer("B", "correct", "ok"), Peer("C", "incorrect", "multi\nline reason")]
+    p = parse_prompt(round2_messages(item, row, "incorrect", "mine", peers)[1]["content"])
+    assert p is not None and p.round == 2
+    assert (p.question, p.reference, p.rubric, p.response) == ("Q?\nline two", "R", "Rub\nric", row.response)
+    assert p.own_verdict == "incorrect" and p.own_reason == "mine"
+    assert p.peers == (("B", "correct", "ok"), ("C", "incorrect", "multi line reason"))
+    p1 = parse_prompt(round1_messages(item, row)[1]["content"])
+    assert p1 is not None and p1.round == 1 and p1.response == row.response
+    assert parse_prompt("hello") is None
+
+
+# ---- faults --------------------------------------------------------------------------------------------
+
+
+async def test_malformed_and_repair(session) -> None:
+    items, rows = bank(20, "meta-llama/llama-3-70b")
+    truth = TruthTable.from_rows(items, rows)
+    msgs = [round1_messages(i, r) for i, r in zip(items, rows)]
+    judge = "google/gemini-2.5-pro"
+
+    def is_valid(text: str) -> bool:
+        try:
+            obj = json.loads(text)
+        except ValueError:
+            return False
+        return isinstance(obj, dict) and obj.get("verdict") in {"correct", "incorrect"}
+
+    async with await start_sim(one_vendor(malformed_rate=1.0), truth) as server:
+        bad = [content_of((await post(session, server, judge, m))[2]) for m in msgs]
+        assert not any(is_valid(c) for c in bad)
+        still_bad = content_of((await post(session, server, judge, repair_messages(msgs[0], bad[0])))[2])
+        assert not is_valid(still_bad)
+    async with await start_sim(one_vendor(malformed_rate=0.0), truth) as server:
+        for m, raw in zip(msgs, bad):
+            first = json.loads(content_of((await post(session, server, judge, m))[2]))
+            repaired = content_of((await post(session, server, judge, repair_messages(m, raw)))[2])
+            assert is_valid(repaired) and json.loads(repaired)["verdict"] == first["verdict"]
+
+
+async def test_truncation_and_max_tokens(session) -> None:
+    items, rows = bank(5, "meta-llama/llama-3-70b")
+    msgs = round1_messages(items[0], rows[0])
+    async with await start_sim(one_vendor(truncation_rate=1.0), TruthTable.from_rows(items, rows)) as server:
+        _, _, body = await post(session, server, "openai/gpt-5", msgs)
+        assert body["choices"][0]["finish_reason"] == "length"
+        with pytest.raises(ValueError):
+            json.loads(content_of(body))
+    async with await start_sim(one_vendor(), TruthTable.from_rows(items, rows)) as server:
+        _, _, full = await post(session, server, "openai/gpt-5", msgs)
+        _, _, cut = await post(session, server, "openai/gpt-5", msgs, max_tokens=3)
+    assert full["choices"][0]["finish_reason"] == "stop"
+    assert cut["choices"][0]["finish_reason"] == "length" and cut["usage"]["completion_tokens"] == 3
+    assert content_of(full).startswith(content_of(cut)) and len(content_of(cut)) <= 12
+
+
+async def test_server_errors_and_timeouts(session) -> None:
+    async with await start_sim(one_vendor(error_rate=1.0)) as server:
+        client = AsyncOpenAI(base_url=server.url, api_key="test", max_retries=0)
+        with pytest.raises(openai.InternalServerError):
+            await client.chat.completions.create(model="qwen/qwen3-max", messages=[{"role": "user", "content": "x"}])
+        await client.close()
+        stats = await server.stats()
+        assert stats["models"]["qwen/qwen3-max"]["errors"] == 1
+        assert stats["vendors"]["alibaba"]["billed"] == 0
+    config = SimConfig(seed=0, timeout_s=0.3, default=VendorBehaviour(**{**QUIET, "timeout_rate": 1.0}))
+    async with await start_sim(config) as server:
+        t0 = time.perf_counter()
+        status, _, _ = await post(session, server, "openai/gpt-5", [{"role": "user", "content": "x"}])
+        assert status == 200 and time.perf_counter() - t0 >= 0.3
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(post(session, server, "openai/gpt-5", [{"role": "user", "content": "y"}]), 0.05)
+
+
+async def test_name_drop(session) -> None:
+    items, rows = bank(10, "meta-llama/llama-3-70b")
+    async with await start_sim(one_vendor(name_drop_rate=1.0), TruthTable.from_rows(items, rows)) as server:
+        for i, r in zip(items, rows):
+            reason = json.loads(content_of((await post(session, server, "openai/gpt-5", round1_messages(i, r)))[2]))
+            assert reason["reason"].startswith("As ")
+            assert any(name in reason["reason"] for name in ("gpt-5", "GPT"))
+
+
+# ---- quotas --------------------------------------------------------------------------------------------
+
+
+async def test_request_quota_burst_gives_429s(session) -> None:
+    clock = FakeClock()
+    config = SimConfig(seed=0, burst_s=1.0, default=VendorBehaviour(**QUIET, rpm=60))
+    msgs = [{"role": "user", "content": "hello"}]
+    async with await start_sim(config, clock=clock) as server:
+        results = await asyncio.gather(*(post(session, server, "openai/gpt-5", msgs) for _ in range(10)))
+        statuses = sorted(s for s, _, _ in results)
+        assert statuses == [200] + [429] * 9
+        for status, headers, body in results:
+            assert headers["x-ratelimit-limit-requests"] == "60"
+            assert headers["x-ratelimit-remaining-requests"] == "0"
+            if status == 429:
+                assert body["error"]["code"] == "rate_limit_exceeded"
+                assert headers["retry-after"] == "1" and headers["retry-after-ms"] == "1000"
+                assert headers["x-ratelimit-reset-requests"] == "1s"
+        clock.t += 0.5
+        status, headers, _ = await post(session, server, "openai/gpt-5", msgs)
+        assert status == 429 and headers["retry-after-ms"] == "500" and headers["retry-after"] == "1"
+        assert headers["x-ratelimit-reset-requests"] == "0.5s"
+        clock.t += 0.5
+        status, headers, _ = await post(session, server, "openai/gpt-5", msgs)
+        assert status == 200
+        stats = (await server.stats())["models"]["openai/gpt-5"]
+        assert stats["requests"] == 12 and stats["rate_limited"] == 10 and stats["billed"] == 2
+        assert (await server.stats())["vendors"]["openai"]["rate_limited"] == 10
+        # Another vendor has its own buckets.
+        assert (await post(session, server, "google/gemini-2.5-pro", msgs))[0] == 200
+        async with session.post(f"{server.url}/sim/reset") as resp:
+            assert resp.status == 200
+        async with session.get(f"{server.url}/sim/stats") as resp:
+            assert (await resp.json())["models"]["openai/gpt-5"]["requests"] == 0
+
+
+async def test_token_quota(session) -> None:
+    clock = FakeClock()
+    config = SimConfig(seed=0, burst_s=1.0, default=VendorBehaviour(**QUIET, tpm=6000))  # bucket: 100 tokens
+    small = [{"role": "user", "content": "x" * 40}]  # 10 prompt tokens + about 27 completion tokens
+    async with await start_sim(config, clock=clock) as server:
+        statuses = []
+        for _ in range(4):
+            status, headers, body = await post(session, server, "deepseek/deepseek-v3.2", small)
+            statuses.append(status)
+        assert statuses[:2] == [200, 200] and statuses[-1] == 429
+        assert "x-ratelimit-limit-requests" not in headers  # no request limit configured
+        assert headers["x-ratelimit-limit-tokens"] == "6000" and int(headers["retry-after"]) >= 1
+        assert "tokens" in body["error"]["message"]
+        clock.t += 60
+        # A request larger than the whole bucket is admitted on a full bucket, leaving it in debt.
+        big = [{"role": "user", "content": "y" * 2000}]
+        assert (await post(session, server, "deepseek/deepseek-v3.2", big))[0] == 200
+        status, headers, _ = await post(session, server, "deepseek/deepseek-v3.2", small)
+        assert status == 429 and int(headers["retry-after"]) >= 4
+        assert headers["x-ratelimit-remaining-tokens"] == "0"
+
+
+def test_quota_book_unit() -> None:
+    clock = FakeClock()
+    book = QuotaBook(SimConfig(burst_s=2.0, default=VendorBehaviour(rpm=120, tpm=0)), clock)
+    assert [book.admit("v", 10).ok for _ in range(5)] == [True] * 4 + [False]  # capacity 120 * 2 / 60 = 4
+    refused = book.admit("v", 10)
+    assert refused.limited_by == "requests" and refused.headers["retry-after-ms"] == "500"
+    clock.t += 0.5
+    assert book.admit("v", 10).ok and not book.admit("v", 10).ok
+    assert book.admit("other-vendor", 10).ok
+    assert format_reset(0.35) == "0.35s" and format_reset(0) == "0s" and format_reset(2.0) == "2s"
+
+
+# ---- configuration -------------------------------------------------------------------------------------
+
+
+def test_config_default_and_from_file(tmp_path) -> None:
+    cfg = SimConfig.default(seed=5)
+    assert cfg.seed == 5 and cfg.vendors["openai"].self_preference == 0.8
+    assert cfg.vendors["google"].accuracy == 0.84 and cfg.vendors["deepseek"].self_preference == 0.3
+    assert all(b.persuadability == 0.3 and b.rpm == 0 and b.tpm == 0 for b in cfg.vendors.values())
+    assert cfg.default == VendorBehaviour() and cfg.behaviour("mistral") == cfg.default
+    good = tmp_path / "sim.json"
+    good.write_text(json.dumps({"seed": 3, "vendors": {"openai": {"rpm": 10}}, "default": {"accuracy": 0.5}}))
+    loaded = SimConfig.from_file(good)
+    assert loaded.vendors["openai"].rpm == 10 and loaded.default.accuracy == 0.5
+    assert SimConfig.from_file(good) == loaded
+    for text in ("{nope", "[1]", json.dumps({"vendors": {"openai": {"accuracy": 2}}}), json.dumps({"sed": 1})):
+        bad = tmp_path / "bad.json"
+        bad.write_text(text)
+        with pytest.raises(ConfigError):
+            SimConfig.from_file(bad)
+    with pytest.raises(ConfigError):
+        SimConfig.from_file(tmp_path / "missing.json")
