@@ -120,7 +120,7 @@ def _sim(args: argparse.Namespace) -> int:
 
     items = bank.load_bank(args.bank)
     rows = bank.load_responses(args.responses, items)
-    config = SimConfig.from_file(args.config) if args.config else SimConfig.default(seed=args.seed)
+    config = SimConfig.from_file(args.config) if args.config else SimConfig.planted(seed=args.seed)
     serve(config, TruthTable.from_rows(items, rows), args.host, args.port)
     return 0
 

@@ -82,7 +82,7 @@ async def run_council(
     if provider_url is None:
         from council.sim import SimConfig, TruthTable, start_sim
 
-        sim_cfg = SimConfig.from_file(req.sim_config) if req.sim_config else SimConfig.default(seed=req.config.seed)
+        sim_cfg = SimConfig.from_file(req.sim_config) if req.sim_config else SimConfig.planted(seed=req.config.seed)
         sim = await start_sim(sim_cfg, TruthTable.from_rows(items, rows))
         base_url = sim.url
     else:

@@ -4,7 +4,7 @@ It knows the ground truth (a TruthTable built from the rows being graded) and si
 accuracy, self-preference and persuadability, RPM/TPM quotas answered with real 429s and rate-limit
 headers, latency, 5xx errors, timeouts, malformed JSON and truncation::
 
-    server = await start_sim(SimConfig.default(seed=0), TruthTable.from_rows(items, rows))
+    server = await start_sim(SimConfig.planted(seed=0), TruthTable.from_rows(items, rows))
     client = AsyncOpenAI(base_url=server.url, api_key="sim")
     ...
     await server.close()

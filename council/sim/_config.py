@@ -53,7 +53,7 @@ class SimConfig(BaseModel):
 
     @classmethod
     def planted(cls, seed: int = 0) -> SimConfig:
-        """The planted scenario (also ``SimConfig.default(seed)``): five vendors, google and openai
+        """The planted scenario: five vendors, google and openai
         strongly self-preferring, deepseek mildly; every judge persuadable with probability 0.3."""
         planted = {
             "anthropic": (0.86, 0.1),
@@ -89,14 +89,3 @@ class SimConfig(BaseModel):
                 f"{'.'.join(str(part) for part in err['loc']) or '<root>'}: {err['msg']}" for err in exc.errors()
             )
             raise ConfigError(f"{p}: bad simulator config: {problems}") from exc
-
-
-# ``SimConfig.default`` is both a field (the behaviour of unlisted vendors, read on instances) and, read on
-# the class, the planted scenario ``SimConfig.default(seed=0)``. A classmethod is a non-data descriptor, so
-# an instance's own field value wins over it; it is attached after pydantic has built the class.
-def _default_scenario(cls: type[SimConfig], seed: int = 0) -> SimConfig:
-    """The planted scenario; see ``SimConfig.planted``."""
-    return cls.planted(seed)
-
-
-SimConfig.default = classmethod(_default_scenario)  # type: ignore[assignment,method-assign]

@@ -283,7 +283,7 @@ def build_app(
 ) -> web.Application:
     """The aiohttp application; ``clock`` (default ``time.monotonic``) drives the quota buckets."""
     app = web.Application(client_max_size=32 * 1024 * 1024)
-    app[STATE] = _State(config or SimConfig.default(), truth or TruthTable(), clock or time.monotonic)
+    app[STATE] = _State(config or SimConfig.planted(), truth or TruthTable(), clock or time.monotonic)
     app.router.add_post("/v1/chat/completions", _chat)
     app.router.add_get("/v1/models", _models)
     app.router.add_get("/v1/sim/stats", _stats)

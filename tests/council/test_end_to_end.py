@@ -88,32 +88,63 @@ async def test_same_seed_same_verdicts(tmp_path):
 
 @pytest.fixture(scope="module")
 async def sample_runs(tmp_path_factory):
-    """The whole shipped sample, graded with and without self-exclusion (local backend)."""
+    """The whole shipped sample, with and without self-exclusion, under the planted provider and under a
+    control provider identical but for self-preference (zero everywhere)."""
+    from council.sim import SimConfig
+
     tmp = tmp_path_factory.mktemp("sample")
-    on = await grade(tmp, bank.SAMPLE_RESPONSES, run_id="on")
-    off = await grade(tmp, bank.SAMPLE_RESPONSES, run_id="off", self_exclusion=False)
-    return on.summary, off.summary
+    planted = SimConfig.planted(seed=0)
+    control = planted.model_copy(update={"vendors": {
+        v: b.model_copy(update={"self_preference": 0.0}) for v, b in planted.vendors.items()}})
+    out = {}
+    for name, sim in (("planted", planted), ("control", control)):
+        sim_file = tmp / f"{name}.json"
+        sim_file.write_bytes(orjson.dumps(sim.model_dump(mode="json")))
+        for exclusion in (True, False):
+            req = RunRequest(bank=bank.SAMPLE_BANK, responses=bank.SAMPLE_RESPONSES, runs_dir=tmp / "runs",
+                             run_id=f"{name}-{exclusion}", backend="local", sim_config=sim_file,
+                             config=CouncilConfig(self_exclusion=exclusion))
+            out[name, exclusion] = await run_council(req)
+    return out
 
 
 async def test_council_at_least_as_accurate_as_best_single_member(sample_runs):
-    on, _ = sample_runs
-    acc = on["accuracy_vs_gold"]
+    acc = sample_runs["planted", True].summary["accuracy_vs_gold"]
     best_member = max(v for v in acc["members_round1"].values())
     assert acc["council"] >= best_member, acc
     assert acc["round1"] >= best_member - 0.02, acc
 
 
+def scores(result) -> dict[str, float]:
+    return {m: v["score"] for m, v in result.summary["models"].items()}
+
+
 async def test_self_exclusion_removes_planted_self_preference(sample_runs):
-    on, off = sample_runs
-    # The embedded provider's default plants strong self-preference in openai (0.8) and google (0.7).
-    for model in ("openai/gpt-4.1-mini", "google/gemini-2.5-flash"):
-        bias_on = on["models"][model]["score"] - on["models"][model]["true_score"]
-        bias_off = off["models"][model]["score"] - off["models"][model]["true_score"]
-        assert bias_off - bias_on >= 0.03, (model, bias_on, bias_off)
-    # With exclusion on, the self-preferring vendors' models are not favoured over the rest.
-    biases = {m: v["score"] - v["true_score"] for m, v in on["models"].items()}
-    others = [b for m, b in biases.items() if not m.startswith(("openai/", "google/"))]
-    assert biases["openai/gpt-4.1-mini"] <= max(others) + 0.02, biases
+    # Exclusion on: no judge sees its own vendor's rows, so the planted self-preference changes nothing.
+    assert scores(sample_runs["planted", True]) == scores(sample_runs["control", True])
+    # Exclusion off: the strongly self-preferring vendors (openai 0.8, google 0.7) gain on their own models
+    # relative to the control; vendors with little or no planted self-preference barely move.
+    off, ctl = scores(sample_runs["planted", False]), scores(sample_runs["control", False])
+    gain = {m: off[m] - ctl[m] for m in off}
+    assert gain["openai/gpt-4.1-mini"] >= 0.025 and gain["google/gemini-2.5-flash"] >= 0.0125, gain
+    assert gain["meta-llama/llama-3.3-70b-instruct"] == 0  # no council member shares its vendor
+    assert all(g >= 0 for g in gain.values()), gain  # self-preference only ever inflates
+    low = max(gain["anthropic/claude-haiku-4.5"], gain["qwen/qwen3-235b-a22b"])  # planted at 0.1
+    assert low < min(gain["openai/gpt-4.1-mini"], gain["google/gemini-2.5-flash"]), gain
+
+
+async def test_own_vendor_judge_is_lenient_only_when_allowed_to_grade_itself(sample_runs):
+    """Directly: the openai judge's round-one 'correct' rate on openai's wrong rows, vs other vendors' wrong rows."""
+    folder = sample_runs["planted", False].run_dir
+    rows = {r["row_id"]: r for r in lines(folder / "rows.jsonl")}
+    own, other = [], []
+    for r in lines(folder / "round1.jsonl"):
+        row = rows[r["row_id"]]
+        if r["member"] == "openai" and row["gold_verdict"] == "incorrect" and r["verdict"]:
+            (own if row["vendor"] == "openai" else other).append(r["verdict"] == "correct")
+    assert sum(own) / len(own) > 0.6 > 0.3 > sum(other) / len(other)
+    excluded = sample_runs["planted", True].run_dir
+    assert not any(rows[r["row_id"]]["vendor"] == r["member"] for r in lines(excluded / "round1.jsonl"))
 
 
 def test_cli_run_refuses_existing_run_and_reports_bad_bank(tmp_path, capsys):
@@ -129,3 +160,50 @@ def test_cli_run_refuses_existing_run_and_reports_bad_bank(tmp_path, capsys):
     assert main([*args, "--run-id", "y", "--bank", str(bad)]) == 2
     err = capsys.readouterr().err
     assert f"{bad}:1: rationale" in err and f"{bad}:2:" in err
+
+
+async def test_unparseable_votes_are_missing_after_one_repair(tmp_path):
+    from council.sim import SimConfig, VendorBehaviour
+
+    config = SimConfig.planted(seed=0)
+    broken = config.model_copy(update={"vendors": {**config.vendors, "deepseek": VendorBehaviour(malformed_rate=1.0)}})
+    sim_file = tmp_path / "sim.json"
+    sim_file.write_bytes(orjson.dumps(broken.model_dump(mode="json")))
+    req = RunRequest(bank=bank.SAMPLE_BANK, responses=subset(tmp_path, 4), runs_dir=tmp_path / "runs", run_id="m",
+                     backend="local", sim_config=sim_file)
+    result = await run_council(req)
+    records = lines(result.run_dir / "round1.jsonl") + lines(result.run_dir / "round2.jsonl")
+    deepseek = [r for r in records if r["member"] == "deepseek"]
+    assert deepseek and all(r["verdict"] is None and not r["ok"] for r in deepseek)
+    assert all(r["parse_status"] == "unparseable" and len(r["raw_outputs"]) == 2 for r in deepseek)  # one repair
+    assert all(r["raw_outputs"][0] for r in deepseek)  # raw output kept
+    verdicts = lines(result.run_dir / "verdicts.jsonl")
+    assert all("missing_votes" in v["flags"] for v in verdicts if "deepseek" in v["members"])
+    assert all(v["votes_round2"].get("deepseek", None) is None for v in verdicts)
+
+
+def test_sim_command_and_provider_url(tmp_path):
+    """`council sim` as a separate process, and `council grade --provider-url` sending every call to it."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "council.cli", "sim", "--port", "0", "--seed", "1"],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()  # "embedded provider listening on http://127.0.0.1:PORT/v1"
+        url = line.strip().rsplit(" ", 1)[-1]
+        assert url.startswith("http://127.0.0.1:") and url.endswith("/v1"), line
+        code = main(["grade", "--backend", "local", "--runs-dir", str(tmp_path / "runs"), "--run-id", "p",
+                     "--responses", str(subset(tmp_path, 3)), "--provider-url", url])
+        assert code == 0
+        manifest = orjson.loads((tmp_path / "runs" / "p" / "manifest.json").read_bytes())
+        assert manifest["provider_url"] == url and not manifest["config"]["embedded_provider"]
+        import urllib.request
+
+        with urllib.request.urlopen(url + "/sim/stats", timeout=5) as resp:
+            stats = orjson.loads(resp.read())
+        billed = sum(v["billed"] for v in stats["vendors"].values())
+        assert billed >= len(lines(tmp_path / "runs" / "p" / "round1.jsonl")) * 2 - 1  # both rounds went there
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

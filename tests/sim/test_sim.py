@@ -96,7 +96,7 @@ def content_of(body: dict) -> str:
 
 async def test_openai_client_completion_and_models() -> None:
     items, rows = bank(1, "meta-llama/llama-3-70b")
-    async with await start_sim(quiet(SimConfig.default()), TruthTable.from_rows(items, rows)) as server:
+    async with await start_sim(quiet(SimConfig.planted()), TruthTable.from_rows(items, rows)) as server:
         assert server.url == f"http://127.0.0.1:{server.port}/v1"
         client = AsyncOpenAI(base_url=server.url, api_key="test", max_retries=0)
         resp = await client.chat.completions.create(
@@ -159,7 +159,7 @@ async def test_verdict_follows_truth_table_not_prompt(session) -> None:
 async def test_determinism_and_seed(session) -> None:
     items, rows = bank(30, "meta-llama/llama-3-70b")
     truth = TruthTable.from_rows(items, rows)
-    cfg = SimConfig.default(seed=0).model_copy(update={"default": VendorBehaviour(**QUIET)})
+    cfg = SimConfig.planted(seed=0).model_copy(update={"default": VendorBehaviour(**QUIET)})
     msgs = [round1_messages(i, r) for i, r in zip(items, rows)]
     contents = {}
     for seed in (0, 0, 1):
@@ -177,7 +177,7 @@ async def test_determinism_and_seed(session) -> None:
 
 
 async def test_accuracy_and_self_preference_emerge(session) -> None:
-    config = quiet(SimConfig.default(seed=7))
+    config = quiet(SimConfig.planted(seed=7))
     others_items, others_rows = bank(400, "meta-llama/llama-3-70b", tag="m")  # nobody's own vendor
     own_items, own_rows = bank(150, "openai/gpt-4o", gold_of=lambda i: "incorrect", tag="o")  # openai's wrong rows
     truth = TruthTable.from_rows(others_items + own_items, others_rows + own_rows)
@@ -388,7 +388,7 @@ def test_quota_book_unit() -> None:
 
 
 def test_config_default_and_from_file(tmp_path) -> None:
-    cfg = SimConfig.default(seed=5)
+    cfg = SimConfig.planted(seed=5)
     assert cfg.seed == 5 and cfg.vendors["openai"].self_preference == 0.8
     assert cfg.vendors["google"].accuracy == 0.84 and cfg.vendors["deepseek"].self_preference == 0.3
     assert all(b.persuadability == 0.3 and b.rpm == 0 and b.tpm == 0 for b in cfg.vendors.values())
