@@ -2,17 +2,67 @@
 
 from __future__ import annotations
 
+import os
+
 import ray
 
-from council.config import Endpoint, JudgeParams
+from council.config import Endpoint, JudgeParams, VendorSettings
 from council.judge import Judge, JudgeTask
+from council.limiter import Limiter
+from council.quota import Grant, Limits, QuotaLedger, Report
 from council.schema import JudgeCallRecord, MemberSpec
+
+NAMESPACE = "grading-council"
+
+
+@ray.remote(num_cpus=0)
+class QuotaActor:
+    """The one ledger of a vendor for the whole cluster, found by name: ``quota:<vendor>``."""
+
+    def __init__(self, limits: Limits) -> None:
+        self._ledger = QuotaLedger(limits)
+
+    def configure(self, limits: Limits) -> None:
+        if limits != self._ledger.limits:
+            self._ledger = QuotaLedger(limits)
+
+    def lease(self, holder: str, want_requests: int, want_tokens: int, report: Report) -> Grant:
+        return self._ledger.lease(holder, want_requests, want_tokens, report)
+
+    def stats(self) -> dict:
+        s = self._ledger.stats
+        return {"granted_requests": s.granted_requests, "granted_tokens": s.granted_tokens,
+                "rate_limited": s.rate_limited, "cuts": s.cuts, "holders": sorted(s.holders), "factor": self._ledger.factor}
+
+
+def quota_name(vendor: str) -> str:
+    return f"quota:{vendor}"
+
+
+def quota_actor(vendor: str, limits: Limits):  # noqa: ANN201 - a Ray actor handle
+    """The vendor's quota actor: created on first use, then found by name from any process of the cluster."""
+    actor = QuotaActor.options(name=quota_name(vendor), namespace=NAMESPACE, get_if_exists=True).remote(limits)
+    ray.get(actor.configure.remote(limits))
+    return actor
+
+
+class RayLedger:
+    """A limiter's handle on the vendor's quota actor."""
+
+    def __init__(self, vendor: str) -> None:
+        self._actor = ray.get_actor(quota_name(vendor), namespace=NAMESPACE)
+
+    async def lease(self, holder: str, want_requests: int, want_tokens: int, report: Report) -> Grant:
+        return await self._actor.lease.remote(holder, want_requests, want_tokens, report)
 
 
 @ray.remote
 class JudgeActor:
-    def __init__(self, member: MemberSpec, endpoint: Endpoint, params: JudgeParams, seed: int) -> None:
-        self._judge = Judge(member, endpoint, params, seed=seed)
+    def __init__(self, member: MemberSpec, endpoint: Endpoint, params: JudgeParams, settings: VendorSettings,
+                 seed: int) -> None:
+        limiter = Limiter(RayLedger(member.vendor), f"judge:{member.vendor}:{os.getpid()}",
+                          concurrency=settings.concurrency, seed=seed)
+        self._judge = Judge(member, endpoint, params, limiter=limiter, max_batch=settings.max_batch, seed=seed)
 
     async def grade_batch(self, tasks: list[JudgeTask]) -> list[JudgeCallRecord]:
         return await self._judge.grade_batch(tasks)

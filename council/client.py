@@ -15,6 +15,8 @@ import orjson
 
 from council.config import Endpoint
 from council.errors import ProviderError, RateLimited
+from council.limiter import Limiter
+from council.quota import estimate_tokens
 from council.schema import Usage
 
 RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 520, 522, 524, 529})
@@ -75,8 +77,9 @@ def _duration_s(text: str | None) -> float | None:
 class ChatClient:
     """Chat completions against one OpenAI-compatible endpoint. Create and use inside one event loop."""
 
-    def __init__(self, endpoint: Endpoint, *, seed: int | None = None) -> None:
+    def __init__(self, endpoint: Endpoint, *, seed: int | None = None, limiter: Limiter | None = None) -> None:
         self.endpoint = endpoint
+        self.limiter = limiter
         self._session: aiohttp.ClientSession | None = None
         self._rng = random.Random(seed)
         self._url = endpoint.base_url + "/chat/completions"
@@ -86,7 +89,7 @@ class ChatClient:
             t = self.endpoint.timeouts
             self._session = aiohttp.ClientSession(
                 timeout=aiohttp.ClientTimeout(total=t.total_s, sock_connect=t.connect_s, sock_read=t.read_s),
-                connector=aiohttp.TCPConnector(limit=self.endpoint.concurrency, ttl_dns_cache=300),
+                connector=aiohttp.TCPConnector(limit=0, ttl_dns_cache=300),  # concurrency is the limiter's
                 headers={"Authorization": f"Bearer {self.endpoint.api_key()}", "Content-Type": "application/json"},
                 json_serialize=lambda obj: orjson.dumps(obj).decode(),
             )
@@ -111,7 +114,10 @@ class ChatClient:
         temperature: float = 0.0,
         max_tokens: int = 256,
         response_format: dict[str, Any] | None = None,
+        admitted: bool = False,
     ) -> ChatResult:
+        """One completion, retried as the policy allows. Every attempt passes the vendor's limiter (the
+        first one not if the caller has ``admitted`` it already) and reports back what it cost."""
         body: dict[str, Any] = {
             "model": model, "messages": messages, "temperature": temperature, "max_tokens": max_tokens,
         }
@@ -122,15 +128,27 @@ class ChatClient:
         started = time.perf_counter()
         last: ProviderError | None = None
         attempts = 0
+        limiter = self.limiter
+        estimate = estimate_tokens(messages, max_tokens) if limiter else 0
         for attempt in range(1, self.endpoint.retry.max_attempts + 1):
             attempts = attempt
             hint: float | None = None
+            if limiter and (attempt > 1 or not admitted):
+                await limiter.admit(estimate)
             try:
                 async with session.post(self._url, data=payload) as resp:
                     raw = await resp.read()
                     if resp.status == 200:
-                        return _result(raw, attempts, time.perf_counter() - started)
+                        result = _result(raw, attempts, time.perf_counter() - started)
+                        if limiter:
+                            limiter.settle(estimate, result.usage.total_tokens)
+                            limiter.announced(*_announced(resp.headers))
+                        return result
                     hint = retry_hint_s(resp.headers)
+                    if limiter:
+                        limiter.settle(estimate, 0)
+                        if resp.status == 429:
+                            limiter.rate_limited(hint)
                     message = f"{model}: HTTP {resp.status}: {_error_text(raw)}"
                     if resp.status == 429:
                         last = RateLimited(message, retry_after_s=hint, attempts=attempts)
@@ -140,10 +158,24 @@ class ChatClient:
                         raise last
             except (asyncio.TimeoutError, aiohttp.ClientError) as exc:
                 last = ProviderError(f"{model}: {type(exc).__name__}: {exc}", attempts=attempts)
+                if limiter:
+                    limiter.settle(estimate, 0)
             if attempt < self.endpoint.retry.max_attempts:
                 await asyncio.sleep(self.backoff_s(attempt, hint))
         assert last is not None
         raise last
+
+
+def _announced(headers: Any) -> tuple[float | None, float | None]:
+    """Limits the provider announces in ``x-ratelimit-limit-requests`` / ``-tokens`` (per minute)."""
+    out: list[float | None] = []
+    for name in ("x-ratelimit-limit-requests", "x-ratelimit-limit-tokens"):
+        value = headers.get(name)
+        try:
+            out.append(float(value) if value is not None else None)
+        except ValueError:
+            out.append(None)
+    return out[0], out[1]
 
 
 def _result(raw: bytes, attempts: int, latency_s: float) -> ChatResult:

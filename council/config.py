@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from council.errors import ConfigError
+from council.quota import Limits
 from council.schema import MemberSpec
 from council.vendors import DEFAULT_ROSTER
 
@@ -38,7 +42,6 @@ class Endpoint(_Frozen):
 
     base_url: str
     api_key_env: str | None = "COUNCIL_API_KEY"
-    concurrency: int = Field(default=32, ge=1)
     timeouts: Timeouts = Field(default_factory=Timeouts)
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
 
@@ -58,6 +61,21 @@ class Endpoint(_Frozen):
         return key
 
 
+class VendorSettings(_Frozen):
+    """A vendor account: its limits (0 = unlimited or unknown), batching ceiling and prices."""
+
+    rpm: float = Field(default=0.0, ge=0.0)
+    tpm: float = Field(default=0.0, ge=0.0)
+    concurrency: int = Field(default=32, ge=1)
+    max_batch: int = Field(default=8, ge=1)
+    price_in_per_mtok: float = Field(default=0.0, ge=0.0)
+    price_out_per_mtok: float = Field(default=0.0, ge=0.0)
+
+    @property
+    def limits(self) -> Limits:
+        return Limits(rpm=self.rpm, tpm=self.tpm, concurrency=self.concurrency)
+
+
 class JudgeParams(_Frozen):
     temperature: float = 0.0
     max_tokens: int = Field(default=256, ge=16)
@@ -71,7 +89,28 @@ class CouncilConfig(_Frozen):
     self_exclusion: bool = True
     seed: int = 0
     judge: JudgeParams = Field(default_factory=JudgeParams)
-    rows_in_flight: int = Field(default=256, ge=1)
+    rows_in_flight: int = Field(default=1024, ge=1)
+    vendors: dict[str, VendorSettings] = Field(default_factory=dict)
+
+    def settings(self, vendor: str) -> VendorSettings:
+        return self.vendors.get(vendor) or VendorSettings()
+
+    @classmethod
+    def from_file(cls, path: Path, **overrides: Any) -> CouncilConfig:
+        """A JSON config file (the fields of this class), with command-line ``overrides`` on top."""
+        try:
+            data = orjson.loads(Path(path).read_bytes())
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot read config: {exc.strerror or exc}") from exc
+        except orjson.JSONDecodeError as exc:
+            raise ConfigError(f"{path}: not valid JSON: {exc}") from exc
+        if not isinstance(data, dict):
+            raise ConfigError(f"{path}: a config file holds one JSON object")
+        try:
+            return cls.model_validate({**data, **overrides})
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or '<root>'}: {e['msg']}" for e in exc.errors())
+            raise ConfigError(f"{path}: {problems}") from exc
 
     @field_validator("roster")
     @classmethod
@@ -84,5 +123,5 @@ class CouncilConfig(_Frozen):
         return roster
 
     @property
-    def vendors(self) -> list[str]:
+    def roster_vendors(self) -> list[str]:
         return [m.vendor for m in self.roster]

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator
 from council.config import CouncilConfig
 from council.dispatch import Dispatcher, JudgePool
 from council.judge import JudgeTask
-from council.prompts import round1_messages, round2_messages, scrubber
+from council.prompts import round1_body, round2_body, scrubber
 from council.protocol import eligible_members, peers_for, row_order
 from council.schema import BankItem, JudgeCallRecord, ResponseRow
 
@@ -35,9 +35,9 @@ class Coordinator:
         self.items = items
         self._on_row_done = on_row_done
         self._dispatchers = {
-            v: Dispatcher(v, pool, on_record, max_batch=max_batch, linger_s=linger_s) for v in config.vendors
+            v: Dispatcher(v, pool, on_record, max_batch=max_batch, linger_s=linger_s) for v in config.roster_vendors
         }
-        names = [*config.vendors, *(m.judge_model for m in config.roster), *extra_names]
+        names = [*config.roster_vendors, *(m.judge_model for m in config.roster), *extra_names]
         self._scrub = scrubber(names)
 
     async def run(self, rows: Iterable[ResponseRow]) -> None:
@@ -58,8 +58,9 @@ class Coordinator:
         item = self.items[row.item_id]
         members = eligible_members(row, self.config.roster, self.config.self_exclusion)
         if members:
+            body = round1_body(item, row)
             first = await asyncio.gather(*(
-                self._dispatchers[m.vendor].submit(JudgeTask(row.row_id, 1, round1_messages(item, row)))
+                self._dispatchers[m.vendor].submit(JudgeTask(row.row_id, 1, body))
                 for m in members
             ))
             round1 = {r.member: r for r in first}
@@ -68,8 +69,8 @@ class Coordinator:
             for m in members:
                 own = round1[m.vendor]
                 peers, letters = peers_for(m.vendor, order, round1, self._scrub)
-                messages = round2_messages(item, row, own.verdict, own.reason, peers)
-                second.append(self._dispatchers[m.vendor].submit(JudgeTask(row.row_id, 2, messages, letters)))
+                body = round2_body(item, row, own.verdict, own.reason, peers)
+                second.append(self._dispatchers[m.vendor].submit(JudgeTask(row.row_id, 2, body, letters)))
             await asyncio.gather(*second)
         if self._on_row_done is not None:
             self._on_row_done(row)

@@ -1,77 +1,239 @@
-"""A council member's judge: sends prepared prompts to its vendor's model, reads the verdict, asks for
-one repair when the output is unreadable, and returns one record per vote. Plain Python: the Ray actor
-in :mod:`council.actors` is a thin shell over this class."""
+"""A council member's judge: queues the votes it is asked for, sends them to its vendor's model as fast as
+the vendor's quota allows, reads the verdicts, and returns one record per vote. Plain Python: the Ray
+actor in :mod:`council.actors` is a thin shell over this class.
+
+Scheduling: one pump per judge takes round-two votes before round-one votes (they finish rows), waits
+for a concurrency slot and for quota admission, then sends. When the vendor's request limit binds and
+its token limit has room, several rows of the same round go in one request (rate-limit-aware batching);
+the batch size comes from the quotas (:func:`council.quota.choose_batch_size`). A row missing from a
+batched answer is asked again alone.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import time
 import uuid
+from collections import deque
 from dataclasses import dataclass, field
 
 from council.client import ChatClient
 from council.config import Endpoint, JudgeParams
 from council.errors import ProviderError
-from council.parsing import parse_verdict
-from council.prompts import PROMPT_HASHES, PROMPT_VERSION, VERDICT_SCHEMA, repair_messages
-from council.schema import JudgeCallRecord, MemberSpec, Usage
+from council.limiter import Limiter, LocalLedger
+from council.parsing import parse_batch, parse_verdict
+from council.prompts import (
+    BATCH_VERDICT_SCHEMA, PROMPT_HASHES, PROMPT_VERSION, VERDICT_SCHEMA, batch_messages, repair_messages,
+    single_messages,
+)
+from council.quota import Limits, QuotaLedger, choose_batch_size, estimate_tokens
+from council.schema import JudgeCallRecord, MemberSpec, ParseStatus, Usage
 
 RESPONSE_FORMAT = {"type": "json_schema", "json_schema": VERDICT_SCHEMA}
+BATCH_RESPONSE_FORMAT = {"type": "json_schema", "json_schema": BATCH_VERDICT_SCHEMA}
+OUTPUT_TOKENS_PER_ROW = 96  # max_tokens per row of a batched request
+BATCH_OVERHEAD_CHARS = 1200  # system prompt and instructions of a batched request
 
 
 @dataclass(frozen=True, slots=True)
 class JudgeTask:
-    """One vote to ask for: the row, the round and the exact messages (already rendered and scrubbed)."""
+    """One vote to ask for: the row, the round and the prompt body (rendered and scrubbed by the coordinator)."""
 
     row_id: str
     round: int
-    messages: list[dict[str, str]]
+    body: str
     peer_letters: dict[str, str] = field(default_factory=dict)
 
 
+@dataclass(slots=True)
+class _Call:
+    """What one request produced, before it is turned into records."""
+
+    raws: list[str] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    attempts: int = 0
+    finish: str | None = None
+    error: str | None = None
+    started: float = field(default_factory=time.perf_counter)
+
+
 class Judge:
-    def __init__(self, member: MemberSpec, endpoint: Endpoint, params: JudgeParams, *, seed: int = 0) -> None:
+    def __init__(
+        self, member: MemberSpec, endpoint: Endpoint, params: JudgeParams, *, limiter: Limiter | None = None,
+        max_batch: int = 1, seed: int = 0,
+    ) -> None:
         self.member = member
         self.params = params
-        self.client = ChatClient(endpoint, seed=seed)
-        self._slots = asyncio.Semaphore(endpoint.concurrency)
+        self.max_batch = max_batch
+        self.limiter = limiter or Limiter(LocalLedger(QuotaLedger(Limits())), f"judge:{member.vendor}")
+        self.client = ChatClient(endpoint, seed=seed, limiter=self.limiter)
+        self._queues: dict[int, deque[tuple[JudgeTask, asyncio.Future[JudgeCallRecord]]]] = {1: deque(), 2: deque()}
+        self._work = asyncio.Event()
+        self._pump_task: asyncio.Task[None] | None = None
+        self._sending: set[asyncio.Task[None]] = set()
+        self._row_chars = 2000.0  # running mean of a row body's length
+        self.batch_sizes: dict[int, int] = {}
 
+    # -- public --------------------------------------------------------------------------------------------
     async def grade_batch(self, tasks: list[JudgeTask]) -> list[JudgeCallRecord]:
-        return list(await asyncio.gather(*(self.grade(t) for t in tasks)))
+        return list(await asyncio.gather(*(self.submit(t) for t in tasks)))
 
     async def grade(self, task: JudgeTask) -> JudgeCallRecord:
-        async with self._slots:
-            return await self._grade(task)
+        return await self.submit(task)
 
-    async def _grade(self, task: JudgeTask) -> JudgeCallRecord:
-        started = time.perf_counter()
-        raws: list[str] = []
-        usage, attempts, finish, status = Usage(), 0, None, "unparseable"
-        verdict = reason = error = None
-        messages = task.messages
-        try:
-            for ask in range(2):  # the question, then at most one repair re-ask
-                result = await self.client.chat(
-                    self.member.judge_model, messages, temperature=self.params.temperature,
-                    max_tokens=self.params.max_tokens, response_format=RESPONSE_FORMAT,
-                )
-                usage, attempts, finish = usage + result.usage, attempts + result.attempts, result.finish_reason
-                raws.append(result.content or "")
-                parsed = parse_verdict(result.content)
-                if parsed is not None:
-                    verdict, reason = parsed
-                    status = "ok" if ask == 0 else "repaired"
-                    break
-                messages = repair_messages(task.messages, result.content or "")
-        except ProviderError as exc:
-            status, error, attempts = "error", str(exc), attempts + exc.attempts
-        return JudgeCallRecord(
-            row_id=task.row_id, round=task.round, member=self.member.vendor, judge_model=self.member.judge_model,
-            verdict=verdict, reason=reason, ok=verdict is not None, parse_status=status, raw_outputs=raws,
-            finish_reason=finish, usage=usage, latency_s=round(time.perf_counter() - started, 6), attempts=attempts,
-            error=error, prompt_version=PROMPT_VERSION, prompt_hash=PROMPT_HASHES[f"round{task.round}"],
-            request_id=uuid.uuid4().hex, batch_size=1, peer_letters=task.peer_letters,
-        )
+    def submit(self, task: JudgeTask) -> asyncio.Future[JudgeCallRecord]:
+        if self._pump_task is None or self._pump_task.done():
+            self._pump_task = asyncio.create_task(self._pump(), name=f"judge-{self.member.vendor}")
+        future: asyncio.Future[JudgeCallRecord] = asyncio.get_running_loop().create_future()
+        self._queues[task.round].append((task, future))
+        self._row_chars += (len(task.body) - self._row_chars) * 0.05
+        self._work.set()
+        return future
 
     async def close(self) -> None:
+        if self._pump_task is not None:
+            self._pump_task.cancel()
+            await asyncio.gather(self._pump_task, return_exceptions=True)
+        if self._sending:
+            await asyncio.gather(*self._sending, return_exceptions=True)
         await self.client.close()
+
+    # -- scheduling ----------------------------------------------------------------------------------------
+    def batch_size(self) -> int:
+        """Rows per request now, from the limits in force (1 unless the request limit binds)."""
+        row_tokens = self._row_chars / 4 + OUTPUT_TOKENS_PER_ROW / 2
+        return choose_batch_size(self.limiter.rpm, self.limiter.tpm, row_tokens, BATCH_OVERHEAD_CHARS / 4,
+                                 self.max_batch)
+
+    async def _pump(self) -> None:
+        while True:
+            if not (self._queues[1] or self._queues[2]):
+                self._work.clear()
+                await self._work.wait()
+                continue
+            await self.limiter.acquire_slot()
+            try:
+                k = self.batch_size()
+                round_ = 2 if self._queues[2] else 1
+                # Reserve for a full batch; what a smaller batch does not use is given back on settling.
+                reserve = int(k * (self._row_chars / 4 + OUTPUT_TOKENS_PER_ROW)) + (BATCH_OVERHEAD_CHARS // 4 if k > 1 else 0)
+                await self.limiter.admit(reserve)
+                if not self._queues[round_]:
+                    round_ = 2 if self._queues[2] else 1
+                queue = self._queues[round_]
+                batch = [queue.popleft() for _ in range(min(k, len(queue)))]
+            except BaseException:
+                await self.limiter.release_slot()
+                raise
+            if not batch:
+                await self.limiter.release_slot()
+                continue
+            messages, max_tokens, _ = self._request(round_, [t.body for t, _ in batch])
+            self.limiter.settle(reserve, estimate_tokens(messages, max_tokens))  # the request's own estimate
+            send = asyncio.create_task(self._send(round_, batch))
+            self._sending.add(send)
+            send.add_done_callback(self._sending.discard)
+
+    async def _send(self, round_: int, batch: list[tuple[JudgeTask, asyncio.Future[JudgeCallRecord]]]) -> None:
+        try:
+            tasks = [t for t, _ in batch]
+            try:
+                if len(tasks) == 1:
+                    records = [await self._ask_one(tasks[0], admitted=True)]
+                else:
+                    records = await self._ask_many(round_, tasks, admitted=True)
+            except Exception as exc:  # never leave a waiting row hanging
+                for _, future in batch:
+                    if not future.done():
+                        future.set_exception(exc)
+                raise
+            self.batch_sizes[len(tasks)] = self.batch_sizes.get(len(tasks), 0) + 1
+            for record, (_, future) in zip(records, batch, strict=True):
+                if not future.done():
+                    future.set_result(record)
+        finally:
+            await self.limiter.release_slot()
+
+    # -- one request ---------------------------------------------------------------------------------------
+    def _request(self, round_: int, bodies: list[str]) -> tuple[list[dict[str, str]], int, dict]:
+        """Messages, output bound and response format of a request for these rows."""
+        if len(bodies) == 1:
+            return single_messages(round_, bodies[0]), self.params.max_tokens, RESPONSE_FORMAT
+        return batch_messages(round_, bodies), 32 + OUTPUT_TOKENS_PER_ROW * len(bodies), BATCH_RESPONSE_FORMAT
+
+    async def _chat(self, messages: list[dict[str, str]], max_tokens: int, response_format: dict, call: _Call,
+                    admitted: bool) -> str:
+        result = await self.client.chat(
+            self.member.judge_model, messages, temperature=self.params.temperature, max_tokens=max_tokens,
+            response_format=response_format, admitted=admitted,
+        )
+        call.usage += result.usage
+        call.attempts += result.attempts
+        call.finish = result.finish_reason
+        call.raws.append(result.content or "")
+        return result.content or ""
+
+    async def _ask_one(self, task: JudgeTask, *, admitted: bool = False) -> JudgeCallRecord:
+        """One row alone: the question, then at most one repair re-ask; never a guessed vote."""
+        call, vote, status = _Call(), None, "unparseable"
+        messages, max_tokens, fmt = self._request(task.round, [task.body])
+        try:
+            content = await self._chat(messages, max_tokens, fmt, call, admitted)
+            vote = parse_verdict(content)
+            status = "ok"
+            if vote is None:
+                content = await self._chat(repair_messages(messages, content), max_tokens, fmt, call, False)
+                vote = parse_verdict(content)
+                status = "repaired" if vote else "unparseable"
+        except ProviderError as exc:
+            status, call.error, call.attempts = "error", str(exc), call.attempts + exc.attempts
+        return self._record(task, vote, status, call, uuid.uuid4().hex, 1, call.usage)
+
+    async def _ask_many(self, round_: int, tasks: list[JudgeTask], *, admitted: bool = False) -> list[JudgeCallRecord]:
+        """Several rows of one round in one request; rows the answer leaves out are asked again alone."""
+        call, votes, status = _Call(), None, "ok"
+        messages, max_tokens, fmt = self._request(round_, [t.body for t in tasks])
+        try:
+            content = await self._chat(messages, max_tokens, fmt, call, admitted)
+            votes = parse_batch(content, len(tasks))
+            if votes is None:
+                content = await self._chat(repair_messages(messages, content), max_tokens, fmt, call, False)
+                votes, status = parse_batch(content, len(tasks)), "repaired"
+        except ProviderError as exc:
+            call.error, call.attempts = str(exc), call.attempts + exc.attempts
+        if call.error is not None:
+            shares = split_usage(call.usage, len(tasks))
+            return [self._record(t, None, "error", call, "", len(tasks), u) for t, u in zip(tasks, shares, strict=True)]
+        votes = votes or {}
+        request_id = uuid.uuid4().hex
+        answered = [k for k in range(1, len(tasks) + 1) if k in votes]
+        shares = iter(split_usage(call.usage, max(1, len(answered))))
+        out: list[JudgeCallRecord | None] = [None] * len(tasks)
+        for k in answered:
+            out[k - 1] = self._record(tasks[k - 1], votes[k], status, call, request_id, len(tasks), next(shares))
+        alone = [i for i, r in enumerate(out) if r is None]
+        for i, record in zip(alone, await asyncio.gather(*(self._ask_one(tasks[i]) for i in alone)), strict=True):
+            out[i] = record
+        return [r for r in out if r is not None]
+
+    def _record(self, task: JudgeTask, vote: tuple[str, str] | None, status: ParseStatus, call: _Call,
+                request_id: str, batch_size: int, usage: Usage) -> JudgeCallRecord:
+        return JudgeCallRecord(
+            row_id=task.row_id, round=task.round, member=self.member.vendor, judge_model=self.member.judge_model,
+            verdict=vote[0] if vote else None, reason=vote[1] if vote else None, ok=vote is not None,
+            parse_status=status if vote or status == "error" else "unparseable", raw_outputs=call.raws,
+            finish_reason=call.finish, usage=usage, latency_s=round(time.perf_counter() - call.started, 6),
+            attempts=call.attempts, error=call.error, prompt_version=PROMPT_VERSION,
+            prompt_hash=PROMPT_HASHES[f"round{task.round}"], request_id=request_id or uuid.uuid4().hex,
+            batch_size=batch_size, peer_letters=task.peer_letters,
+        )
+
+
+def split_usage(usage: Usage, n: int) -> list[Usage]:
+    """A request's usage shared among its ``n`` votes; the parts add up exactly to the whole."""
+    def parts(total: int) -> list[int]:
+        base, extra = divmod(total, n)
+        return [base + (1 if i < extra else 0) for i in range(n)]
+
+    return [Usage(prompt_tokens=p, completion_tokens=c, total_tokens=t) for p, c, t in zip(
+        parts(usage.prompt_tokens), parts(usage.completion_tokens), parts(usage.total_tokens), strict=True)]

@@ -88,7 +88,7 @@ async def run_council(
     else:
         base_url = provider_url
     endpoint = Endpoint(base_url=base_url)
-    endpoints = {v: endpoint for v in req.config.vendors}
+    endpoints = {v: endpoint for v in req.config.roster_vendors}
 
     manifest = RunManifest(
         run_id=folder.path.name, created_at=started.isoformat(), command=req.command, roster=req.config.roster,
