@@ -15,8 +15,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 import bank
+from council import loadtest
 from council.config import CouncilConfig
-from council.errors import CouncilError
+from council.errors import ConfigError, CouncilError
 from council.runner import BACKENDS, RunRequest, RunResult, run_council
 
 console = Console(stderr=True)
@@ -32,9 +33,10 @@ def _grading_args(p: argparse.ArgumentParser, *, responses_required: bool) -> No
                        help="responses JSONL (default: shipped sample responses)")
     p.add_argument("--runs-dir", type=Path, default=Path("runs"), help="where run folders go (default: ./runs)")
     p.add_argument("--run-id", help="run folder name (default: a timestamp); an existing run is never overwritten")
-    p.add_argument("--seed", type=int, default=0, help="seed for the letter shuffle and the embedded provider")
+    p.add_argument("--config", type=Path, help="council config JSON: roster, quorum, per-vendor limits and prices")
+    p.add_argument("--seed", type=int, help="seed for the letter shuffle and the embedded provider (default 0)")
     p.add_argument("--backend", choices=BACKENDS, default="ray", help="ray (default) or local (in-process, no Ray)")
-    p.add_argument("--quorum", type=int, default=3, help="valid votes needed for a consensus (default 3)")
+    p.add_argument("--quorum", type=int, help="valid votes needed for a consensus (default 3)")
     p.add_argument("--no-self-exclusion", action="store_true",
                    help="let a vendor's judge grade its own vendor's models (audits only; recorded in the manifest)")
     p.add_argument("--provider-url", help="send every vendor's calls to this OpenAI-compatible base URL (ending in /v1) "
@@ -50,6 +52,10 @@ def build_parser() -> argparse.ArgumentParser:
     _grading_args(run, responses_required=False)
     grade = sub.add_parser("grade", help="grade any responses file")
     _grading_args(grade, responses_required=True)
+    est = sub.add_parser("estimate", help="requests, tokens, cost and the quota-bound time T* of a run, no calls made")
+    _grading_args(est, responses_required=False)
+    est.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    loadtest.add_parser(sub)
     sim = sub.add_parser("sim", help="serve the embedded OpenAI-compatible provider")
     sim.add_argument("--host", default="127.0.0.1")
     sim.add_argument("--port", type=int, default=8000)
@@ -60,8 +66,44 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def council_config(args: argparse.Namespace) -> CouncilConfig:
+    """The config file (if any) with the command-line flags that were given on top."""
+    overrides: dict[str, Any] = {k: v for k, v in (("seed", args.seed), ("quorum", args.quorum)) if v is not None}
+    if args.no_self_exclusion:
+        overrides["self_exclusion"] = False
+    if args.config:
+        return CouncilConfig.from_file(args.config, **overrides)
+    try:
+        return CouncilConfig(**overrides)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from exc
+
+
+def _estimate(args: argparse.Namespace) -> int:
+    from council.estimate import estimate
+
+    items = bank.load_bank(args.bank)
+    rows = bank.load_responses(args.responses, items)
+    est = estimate(council_config(args), {i.id: i for i in items}, rows)
+    if args.json:
+        out.print_json(data=est.as_dict())
+        return 0
+    table = Table(title=f"estimate: {est.rows} rows")
+    for col in ("vendor", "votes", "batch", "reqs", "tok in", "tok out", "cost $", "max rpm", "min"):
+        table.add_column(col, justify="left" if col == "vendor" else "right", no_wrap=True)
+    for v in est.vendors:
+        table.add_row(v.vendor, str(v.votes), str(v.batch_size), str(v.requests), str(v.input_tokens),
+                      str(v.output_tokens), f"{v.cost_usd:.4f}", f"{v.sustainable_rpm:.0f}" if v.sustainable_rpm else "∞",
+                      f"{v.minutes:.1f}")
+    out.print(table)
+    d = est.as_dict()
+    bound = f"{est.t_star_s:.1f} s" if est.t_star_s else "none (no vendor has a limit)"
+    out.print(f"requests {d['requests']}, cost ${d['cost_usd']:.4f}, quota lower bound T* = {bound}")
+    return 0
+
+
 def _grade(args: argparse.Namespace) -> int:
-    config = CouncilConfig(seed=args.seed, quorum=args.quorum, self_exclusion=not args.no_self_exclusion)
+    config = council_config(args)
     req = RunRequest(
         bank=args.bank, responses=args.responses, runs_dir=args.runs_dir, run_id=args.run_id, backend=args.backend,
         provider_url=args.provider_url, ray_address=args.ray_address, config=config, sim_config=args.sim_config,
@@ -130,6 +172,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command in ("run", "grade"):
             return _grade(args)
+        if args.command == "estimate":
+            return _estimate(args)
+        if args.command == "loadtest":
+            return loadtest.run(args)
         return _sim(args)
     except CouncilError as exc:
         console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)

@@ -101,9 +101,7 @@ class Judge:
     # -- scheduling ----------------------------------------------------------------------------------------
     def batch_size(self) -> int:
         """Rows per request now, from the limits in force (1 unless the request limit binds)."""
-        row_tokens = self._row_chars / 4 + OUTPUT_TOKENS_PER_ROW / 2
-        return choose_batch_size(self.limiter.rpm, self.limiter.tpm, row_tokens, BATCH_OVERHEAD_CHARS / 4,
-                                 self.max_batch)
+        return batch_size_for(self.limiter.rpm, self.limiter.tpm, self._row_chars, self.max_batch)
 
     async def _pump(self) -> None:
         while True:
@@ -227,6 +225,12 @@ class Judge:
             prompt_hash=PROMPT_HASHES[f"round{task.round}"], request_id=request_id or uuid.uuid4().hex,
             batch_size=batch_size, peer_letters=task.peer_letters,
         )
+
+
+def batch_size_for(rpm: float, tpm: float, row_chars: float, max_batch: int) -> int:
+    """Rows per judge request for a vendor with these limits and rows of about ``row_chars`` characters."""
+    row_tokens = row_chars / 4 + OUTPUT_TOKENS_PER_ROW / 2
+    return choose_batch_size(rpm, tpm, row_tokens, BATCH_OVERHEAD_CHARS / 4, max_batch)
 
 
 def split_usage(usage: Usage, n: int) -> list[Usage]:

@@ -222,17 +222,15 @@ def estimate_tokens(messages: list[dict[str, str]], max_tokens: int) -> int:
 
 
 def choose_batch_size(rpm: float, tpm: float, row_tokens: float, overhead_tokens: float, max_batch: int) -> int:
-    """The smallest batch size that reaches (within 1%) the highest row throughput the quotas allow.
+    """The smallest batch size at which the request limit stops binding, up to ``max_batch``.
 
-    Rows per minute with batches of k: ``min(rpm * k, tpm / (row_tokens + overhead_tokens / k))``. When the
-    request limit binds and the token limit has room, k grows until tokens bind or ``max_batch``.
+    Rows per minute with batches of k are ``min(rpm * k, tpm / (row_tokens + overhead_tokens / k))``.
+    While the first term is the smaller, the request limit binds and the token limit has room: a bigger
+    batch goes faster. Once tokens bind, bigger batches would only shave prompt overhead, so we stop.
     """
     if rpm <= 0 or max_batch <= 1:
         return 1
-
-    def rows_per_min(k: int) -> float:
-        by_tokens = tpm / (row_tokens + overhead_tokens / k) if tpm > 0 else math.inf
-        return min(rpm * k, by_tokens)
-
-    best = max(rows_per_min(k) for k in range(1, max_batch + 1))
-    return next(k for k in range(1, max_batch + 1) if rows_per_min(k) >= 0.99 * best)
+    for k in range(1, max_batch + 1):
+        if tpm > 0 and rpm * k >= tpm / (row_tokens + overhead_tokens / k):
+            return k
+    return max_batch

@@ -2,7 +2,8 @@
 
 It knows the ground truth (a TruthTable built from the rows being graded) and simulates per-vendor
 accuracy, self-preference and persuadability, RPM/TPM quotas answered with real 429s and rate-limit
-headers, latency, 5xx errors, timeouts, malformed JSON and truncation::
+headers (or, per vendor, only ``retry-after``), latency, 5xx errors, timeouts, malformed JSON, truncation
+and, for batched prompts, rows left out of the reply::
 
     server = await start_sim(SimConfig.planted(seed=0), TruthTable.from_rows(items, rows))
     client = AsyncOpenAI(base_url=server.url, api_key="sim")

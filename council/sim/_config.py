@@ -35,6 +35,10 @@ class VendorBehaviour(BaseModel):
     """Tokens (prompt + completion) per minute; 0 = unlimited."""
     name_drop_rate: float = Field(default=0.05, ge=0.0, le=1.0)
     """P(the reason names the judge's own model, e.g. "As gpt-5, I find ...")."""
+    batch_drop_rate: float = Field(default=0.0, ge=0.0, le=1.0)
+    """In a batched reply, P(leaving a row's entry out of the verdicts array); drawn per row from its content."""
+    rate_limit_headers: bool = True
+    """Send ``x-ratelimit-*`` headers; when False, a 200 carries none and a 429 only ``retry-after``."""
 
 
 class SimConfig(BaseModel):

@@ -1,11 +1,16 @@
 """The embedded provider's HTTP face: an OpenAI-compatible chat-completions server on aiohttp.
 
 Routes: ``POST /v1/chat/completions``, ``GET /v1/models`` (both need ``Authorization: Bearer <anything>``),
-and the unauthenticated test hooks ``GET /v1/sim/stats`` and ``POST /v1/sim/reset``.
+and the unauthenticated test hooks ``GET /v1/sim/stats`` and ``POST /v1/sim/reset``. The stats count, per
+model and per vendor: requests, rate_limited, billed, errors, prompt_tokens, completion_tokens and
+batched_items (rows received inside batched requests, billed or not).
 
-The reply's content (verdict, reason, malformed or not) is a pure function of the request, so the same
-request always gets the same content. Transport faults (5xx, timeouts, truncation, latency) are drawn
-from one seeded stream per server, so a retried request can succeed where the first attempt failed.
+A request carries one row (a single-row judge prompt) or several (a batched judge prompt, answered with
+``{"verdicts": [...]}``). The reply's content (verdicts, reasons, malformed or not) is a pure function of
+the request, so the same request always gets the same content, and each row's verdict and reason depend
+only on that row's item text, so a row is answered alike alone or in any batch. Transport faults (5xx,
+timeouts, truncation, latency) are drawn from one seeded stream per server, so a retried request can
+succeed where the first attempt failed.
 """
 
 from __future__ import annotations
@@ -27,7 +32,9 @@ from council.sim._truth import TruthTable
 from council.vendors import DEFAULT_ROSTER, vendor_of
 
 _JSON = "application/json"
-_STAT_KEYS = ("requests", "rate_limited", "billed", "errors", "prompt_tokens", "completion_tokens")
+_STAT_KEYS = (
+    "requests", "rate_limited", "billed", "errors", "prompt_tokens", "completion_tokens", "batched_items",
+)
 _RESPONSE_FORMATS = frozenset({"text", "json_object", "json_schema"})
 
 
@@ -208,7 +215,10 @@ async def _chat(request: web.Request) -> web.Response:
     stats = model.stats
     stats.requests += 1
 
-    content = decide(st.config, st.truth, model_id, messages, b).content
+    decision = decide(st.config, st.truth, model_id, messages, b)
+    if decision.batch:
+        stats.batched_items += len(decision.items)
+    content = decision.content
     prompt_tokens = _est_tokens(sum(len(c) for _, c in messages))
     completion_tokens = _est_tokens(len(content))
     finish = "stop"
@@ -220,9 +230,11 @@ async def _chat(request: web.Request) -> web.Response:
         content, completion_tokens, finish = content[: max_tokens * 4], max_tokens, "length"
 
     admission = st.quota.admit(model.vendor, prompt_tokens + completion_tokens)
-    headers = admission.headers
+    headers = admission.headers if b.rate_limit_headers else None
     if not admission.ok:
         stats.rate_limited += 1
+        if headers is None:  # a provider that reveals little: only when to come back
+            headers = {"retry-after": admission.headers["retry-after"]}
         what = admission.limited_by
         return _error(
             429,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
+import random
 import time
 from collections.abc import AsyncIterator, Iterable
 
@@ -14,10 +16,19 @@ import pytest_asyncio
 from openai import AsyncOpenAI
 
 from council.errors import ConfigError
-from council.prompts import Peer, repair_messages, round1_messages, round2_messages
+from council.prompts import (
+    Peer,
+    batch_messages,
+    repair_messages,
+    round1_body,
+    round1_messages,
+    round2_body,
+    round2_messages,
+    single_messages,
+)
 from council.schema import BankItem, ResponseRow
 from council.sim import SimConfig, SimServer, TruthTable, VendorBehaviour, start_sim, truth_key
-from council.sim._judging import parse_prompt
+from council.sim._judging import parse_batch, parse_prompt
 from council.sim._quota import QuotaBook, format_reset
 from council.vendors import DEFAULT_ROSTER
 
@@ -89,6 +100,24 @@ async def verdicts(session, server, model: str, message_lists: Iterable[list[dic
 
 def content_of(body: dict) -> str:
     return body["choices"][0]["message"]["content"]
+
+
+def batch_entries(body: dict) -> dict[str, tuple[str, str]]:
+    """A batched reply's entries: key -> (verdict, reason); keys must come in increasing order."""
+    entries = json.loads(content_of(body))["verdicts"]
+    keys = [e["key"] for e in entries]
+    assert keys == sorted(keys, key=int)
+    return {e["key"]: (e["verdict"], e["reason"]) for e in entries}
+
+
+def r2_bodies(items, rows) -> list[str]:
+    """Round-two bodies with a different own vote and peer set per row."""
+    out = []
+    for n, (i, r) in enumerate(zip(items, rows)):
+        peers = [Peer(letter, "correct" if (n >> k) & 1 else "incorrect", f"Reason {letter}{n}.")
+                 for k, letter in enumerate("BCD"[: 1 + n % 3])]
+        out.append(round2_body(i, r, "correct" if n % 3 else "incorrect", f"Mine {n}.", peers))
+    return out
 
 
 # ---- the OpenAI client sees a normal provider --------------------------------------------------------------
@@ -243,6 +272,158 @@ def test_parse_prompt_round_two() -> None:
     assert parse_prompt("hello") is None
 
 
+def test_parse_batch() -> None:
+    item = BankItem(id="i", probe="p", prompt="Q?\nline two", reference="R", rubric="Rub\nric", rationale="x")
+    tricky = [  # anything but the line </item> followed by <item key=
+        "A\n</response>\n</item>\ntricky", 'B <item key="9">', "C\n</response>\n</item>\n</batch>\nmore",
+    ]
+    rows = [ResponseRow(item_id="i", model="m/x", response=t) for t in tricky]
+    bodies1 = [round1_body(item, r) for r in rows]
+    b1 = parse_batch(batch_messages(1, bodies1)[1]["content"])
+    assert b1 is not None and b1.round == 1 and [k for k, _ in b1.items] == ["1", "2", "3"]
+    assert [p.response for _, p in b1.items] == tricky and [p.body for _, p in b1.items] == bodies1
+    assert all(p.question == "Q?\nline two" and p.rubric == "Rub\nric" and p.round == 1 for _, p in b1.items)
+
+    peer_sets = [[Peer("B", "correct", "ok")], [], [Peer("B", "incorrect", "no"), Peer("C", "correct", "two\nlines")]]
+    bodies2 = [round2_body(item, r, own, f"mine {n}", ps)
+               for n, (r, own, ps) in enumerate(zip(rows, ("correct", None, "incorrect"), peer_sets))]
+    b2 = parse_batch(batch_messages(2, bodies2)[1]["content"])
+    assert b2 is not None and b2.round == 2
+    got = [p for _, p in b2.items]
+    assert [p.response for p in got] == tricky
+    assert [p.own_verdict for p in got] == ["correct", None, "incorrect"]
+    assert [p.own_reason for p in got] == ["mine 0", "mine 1", "mine 2"]
+    assert [p.peers for p in got] == [
+        (("B", "correct", "ok"),), (), (("B", "incorrect", "no"), ("C", "correct", "two lines")),
+    ]
+    # Parsing an item inside a batch gives what parsing it alone gives.
+    alone = parse_prompt(single_messages(2, bodies2[2])[1]["content"])
+    assert alone is not None and (alone.peers, alone.response, alone.body) == (got[2].peers, tricky[2], bodies2[2])
+
+    single = parse_batch(batch_messages(1, bodies1[:1])[1]["content"])
+    assert single is not None and len(single.items) == 1
+    assert parse_batch(single_messages(1, bodies1[0])[1]["content"]) is None
+    assert parse_prompt(batch_messages(1, bodies1)[1]["content"]) is None
+    assert parse_batch("hello") is None and parse_batch(batch_messages(1, bodies1)[1]["content"][:-5]) is None
+    odd = parse_batch(batch_messages(1, [bodies1[0], "not an item body"])[1]["content"])
+    assert odd is not None and odd.items[0][1] is not None and odd.items[1] == ("2", None)
+
+
+@pytest.mark.parametrize("round_", [1, 2])
+async def test_same_answer_alone_or_in_any_batch(session, round_: int) -> None:
+    items, rows = bank(24, "meta-llama/llama-3-70b")
+    rows[5] = rows[5].model_copy(update={"model": "openai/gpt-4o"})  # an own-vendor row for the openai judge
+    bodies = [round1_body(i, r) for i, r in zip(items, rows)] if round_ == 1 else r2_bodies(items, rows)
+    config = one_vendor(accuracy=0.6, persuadability=0.5, self_preference=0.5, name_drop_rate=0.3)
+    async with await start_sim(config, TruthTable.from_rows(items, rows)) as server:
+        for judge in ("openai/gpt-5", "deepseek/deepseek-v3.2"):
+            alone = []
+            for body in bodies:
+                status, _, resp = await post(session, server, judge, single_messages(round_, body))
+                assert status == 200
+                got = json.loads(content_of(resp))
+                alone.append((got["verdict"], got["reason"]))
+            assert {v for v, _ in alone} == {"correct", "incorrect"}
+            assert any(r.startswith("As ") for _, r in alone) and not all(r.startswith("As ") for _, r in alone)
+            for size in (1, 3, 8):
+                order = list(range(len(bodies)))
+                random.Random(size).shuffle(order)
+                for start in range(0, len(order), size):
+                    chunk = order[start : start + size]
+                    msgs = batch_messages(round_, [bodies[k] for k in chunk])
+                    status, _, resp = await post(session, server, judge, msgs)
+                    assert status == 200
+                    entries = batch_entries(resp)
+                    assert list(entries) == [str(n) for n in range(1, len(chunk) + 1)]
+                    for pos, k in enumerate(chunk, start=1):
+                        assert entries[str(pos)] == alone[k], (judge, size, k)
+        # Another judge model answers from its own streams.
+        other = [json.loads(content_of((await post(session, server, "google/gemini-2.5-pro",
+                                                    single_messages(round_, b)))[2]))["reason"] for b in bodies]
+        assert other != [r for _, r in alone]
+
+
+async def test_batch_drop_rate(session) -> None:
+    items, rows = bank(40, "meta-llama/llama-3-70b")
+    truth = TruthTable.from_rows(items, rows)
+    bodies = [round1_body(i, r) for i, r in zip(items, rows)]
+    judge = "anthropic/claude-sonnet-4.5"
+    async with await start_sim(one_vendor(batch_drop_rate=1.0), truth) as server:
+        _, _, resp = await post(session, server, judge, batch_messages(1, bodies[:8]))
+        assert json.loads(content_of(resp)) == {"verdicts": []}
+        _, _, resp = await post(session, server, judge, single_messages(1, bodies[0]))  # a lone row is answered
+        assert json.loads(content_of(resp))["verdict"] in {"correct", "incorrect"}
+    async with await start_sim(one_vendor(batch_drop_rate=0.5), truth) as server:
+        async def kept(order: list[int], size: int) -> set[int]:
+            out = set()
+            for start in range(0, len(order), size):
+                chunk = order[start : start + size]
+                _, _, resp = await post(session, server, judge, batch_messages(1, [bodies[k] for k in chunk]))
+                out |= {chunk[int(key) - 1] for key in batch_entries(resp)}
+            return out
+
+        first = await kept(list(range(40)), 8)
+        assert 8 <= len(first) <= 32
+        shuffled = list(range(40))
+        random.Random(3).shuffle(shuffled)
+        assert await kept(shuffled, 5) == first == await kept(list(range(40)), 8)
+
+
+async def test_malformed_batch_and_repair(session) -> None:
+    items, rows = bank(24, "meta-llama/llama-3-70b")
+    truth = TruthTable.from_rows(items, rows)
+    batches = [batch_messages(1, [round1_body(i, r) for i, r in zip(items[k : k + 4], rows[k : k + 4])])
+               for k in range(0, 24, 4)]
+    judge = "qwen/qwen3-max"
+
+    def is_valid(text: str, size: int) -> bool:
+        try:
+            obj = json.loads(text)
+        except ValueError:
+            return False
+        return isinstance(obj, dict) and isinstance(obj.get("verdicts"), list) and len(obj["verdicts"]) == size
+
+    async with await start_sim(one_vendor(malformed_rate=1.0), truth) as server:
+        bad = [content_of((await post(session, server, judge, m))[2]) for m in batches]
+        assert not any(is_valid(c, 4) for c in bad) and len(set(bad)) == len(bad)
+        still_bad = content_of((await post(session, server, judge, repair_messages(batches[0], bad[0])))[2])
+        assert not is_valid(still_bad, 4)
+    async with await start_sim(one_vendor(malformed_rate=0.0), truth) as server:
+        for m, raw in zip(batches, bad):
+            first = batch_entries((await post(session, server, judge, m))[2])
+            repair = repair_messages(m, raw)
+            assert repair[-1]["content"].startswith("Your previous reply")
+            _, _, resp = await post(session, server, judge, repair)
+            assert is_valid(content_of(resp), 4) and batch_entries(resp) == first
+
+
+async def test_batch_usage_truncation_and_stats(session) -> None:
+    items, rows = bank(8, "meta-llama/llama-3-70b")
+    bodies = [round1_body(i, r) for i, r in zip(items, rows)]
+    judge = "openai/gpt-5"
+    async with await start_sim(one_vendor(), TruthTable.from_rows(items, rows)) as server:
+        msgs = batch_messages(1, bodies[:5])
+        _, _, resp = await post(session, server, judge, msgs)
+        usage = resp["usage"]
+        assert usage["prompt_tokens"] == math.ceil(sum(len(m["content"]) for m in msgs) / 4)
+        assert usage["completion_tokens"] == math.ceil(len(content_of(resp)) / 4)
+        assert len(batch_entries(resp)) == 5 and resp["choices"][0]["finish_reason"] == "stop"
+        _, _, cut = await post(session, server, judge, msgs, max_tokens=20)
+        assert cut["choices"][0]["finish_reason"] == "length" and cut["usage"]["completion_tokens"] == 20
+        assert content_of(resp).startswith(content_of(cut)) and len(content_of(cut)) == 80
+        await post(session, server, judge, batch_messages(2, r2_bodies(items[:3], rows[:3])))
+        await post(session, server, judge, single_messages(1, bodies[0]))
+        await post(session, server, "google/gemini-2.5-pro", batch_messages(1, bodies))
+        await post(session, server, judge, [{"role": "user", "content": "hello"}])
+        stats = await server.stats()
+        assert stats["models"][judge]["batched_items"] == 5 + 5 + 3
+        assert stats["models"][judge]["requests"] == 5
+        assert stats["vendors"]["openai"]["batched_items"] == 13 and stats["vendors"]["google"]["batched_items"] == 8
+        assert stats["vendors"]["anthropic"]["batched_items"] == 0
+        await server.reset()
+        assert (await server.stats())["models"][judge]["batched_items"] == 0
+
+
 # ---- faults --------------------------------------------------------------------------------------------
 
 
@@ -372,6 +553,28 @@ async def test_token_quota(session) -> None:
         assert headers["x-ratelimit-remaining-tokens"] == "0"
 
 
+async def test_rate_limit_headers_real_limits_or_none(session) -> None:
+    clock = FakeClock()
+    config = SimConfig(seed=0, burst_s=1.0, vendors={
+        "openai": VendorBehaviour(**QUIET, rpm=90, tpm=54321),
+        "google": VendorBehaviour(**QUIET, rpm=90, tpm=54321, rate_limit_headers=False),
+    })
+    msgs = [{"role": "user", "content": "hello"}]
+    async with await start_sim(config, clock=clock) as server:
+        for model, revealing in (("openai/gpt-5", True), ("google/gemini-2.5-pro", False)):
+            results = [await post(session, server, model, msgs) for _ in range(3)]  # bucket holds 1.5 requests
+            assert [s for s, _, _ in results] == [200, 429, 429]
+            for status, headers, _ in results:
+                limits = {k.lower(): v for k, v in headers.items() if k.lower().startswith("x-ratelimit-")}
+                if revealing:
+                    assert limits["x-ratelimit-limit-requests"] == "90"
+                    assert limits["x-ratelimit-limit-tokens"] == "54321"
+                else:
+                    assert limits == {}
+                    assert ("retry-after" in headers) == (status == 429) and "retry-after-ms" not in headers
+            assert int(results[1][1]["retry-after"]) >= 1
+
+
 def test_quota_book_unit() -> None:
     clock = FakeClock()
     book = QuotaBook(SimConfig(burst_s=2.0, default=VendorBehaviour(rpm=120, tpm=0)), clock)
@@ -393,6 +596,7 @@ def test_config_default_and_from_file(tmp_path) -> None:
     assert cfg.vendors["google"].accuracy == 0.84 and cfg.vendors["deepseek"].self_preference == 0.3
     assert all(b.persuadability == 0.3 and b.rpm == 0 and b.tpm == 0 for b in cfg.vendors.values())
     assert cfg.default == VendorBehaviour() and cfg.behaviour("mistral") == cfg.default
+    assert cfg.default.batch_drop_rate == 0.0 and cfg.default.rate_limit_headers is True
     good = tmp_path / "sim.json"
     good.write_text(json.dumps({"seed": 3, "vendors": {"openai": {"rpm": 10}}, "default": {"accuracy": 0.5}}))
     loaded = SimConfig.from_file(good)

@@ -1,0 +1,274 @@
+"""Judge calls per second on one core: this project's client and coordinator versus the official SDK.
+
+Both sides talk to the embedded provider with no latency, no quota and no malformed replies, so what is
+measured is the client side's own cost per judge call. Target: ours at least 2x the SDK.
+
+Run it from the repository root (Python 3.11, the project installed with its test extras)::
+
+    python bench/client_overhead.py                 # auto-sized, 2 rounds of (ours, sdk)
+    python bench/client_overhead.py --rounds 3      # more alternations
+    python bench/client_overhead.py --rows 600      # fix the size instead of auto-sizing
+
+Each measurement is sized from the warm-up rates so that ours takes ~4 s and the SDK's turn at most 8 s;
+when ours is more than 8/3 times faster both cannot fall within 3-8 s with the same number of calls, and
+the size balances them (ours_s * sdk_s = 24, e.g. ~2 s and ~11 s at a ratio of 4.5).
+
+Setup:
+
+- The embedded provider runs in a separate process (``python -m council.cli sim --port 0 --config FILE``),
+  pinned to CPU 1; this process is pinned to CPU 0 (when the machine has two CPUs or more).
+- **ours**: ``run_council(RunRequest(..., backend="local", provider_url=URL))`` on a subset of the sample
+  responses: the full coordinator path, both rounds, run folder and scoring included. Calls are the
+  records written (``round1.jsonl`` + ``round2.jsonl`` lines); the clock covers the whole call.
+- **sdk**: the same number of judge calls with ``openai.AsyncOpenAI(max_retries=0)``: round-one messages
+  of the same rows, the judge models of the default roster round-robin over rows, the same
+  ``response_format``, ``max_tokens=256``, 160 calls in flight (a semaphore; ours: 32 per vendor x 5), each reply parsed with
+  ``council.parsing.parse_verdict``.
+- Both are warmed up, then alternate (ours, sdk, ours, sdk, ...); the best of each is reported.
+
+Output: one line per measurement, a summary, and as the LAST line one JSON object
+``{"ours_calls_per_s": ..., "sdk_calls_per_s": ..., "ratio": ..., "calls": ..., ...}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import bank  # noqa: E402
+from council.parsing import parse_verdict  # noqa: E402
+from council.prompts import VERDICT_SCHEMA, round1_messages  # noqa: E402
+from council.runfolder import ROUND_FILES  # noqa: E402
+from council.runner import RunRequest, run_council  # noqa: E402
+from council.schema import BankItem, ResponseRow  # noqa: E402
+from council.sim import SimConfig, VendorBehaviour  # noqa: E402
+from council.vendors import DEFAULT_ROSTER  # noqa: E402
+
+SDK_CONCURRENCY = 32 * 5  # ours allows 32 in flight per vendor, five vendors
+SDK_MAX_TOKENS = 256
+PROVIDER_CPU = 1
+BENCH_CPU = 0
+MIN_S = 3.0
+TARGET_OURS_S = 4.0
+MAX_SDK_S = 8.0
+
+
+# ---- the provider --------------------------------------------------------------------------------------
+
+
+def sim_config() -> SimConfig:
+    """The planted judges, with no latency, no faults and no quota for every vendor."""
+    quiet = {"latency_ms": 0.0, "latency_jitter_ms": 0.0, "malformed_rate": 0.0, "truncation_rate": 0.0,
+             "error_rate": 0.0, "timeout_rate": 0.0, "rpm": 0, "tpm": 0}
+    planted = SimConfig.planted(seed=0)
+    vendors = {name: b.model_copy(update=quiet) for name, b in planted.vendors.items()}
+    return SimConfig(seed=0, vendors=vendors, default=VendorBehaviour(**quiet))
+
+
+def _can_pin() -> bool:
+    return hasattr(os, "sched_setaffinity") and {BENCH_CPU, PROVIDER_CPU} <= os.sched_getaffinity(0)
+
+
+def start_provider(config_file: Path, pin: bool) -> tuple[subprocess.Popen[str], str]:
+    """Start ``council sim`` in its own process (pinned to the provider CPU) and return it with its URL."""
+
+    def pin_child() -> None:
+        os.sched_setaffinity(0, {PROVIDER_CPU})
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "council.cli", "sim", "--port", "0", "--seed", "0", "--config", str(config_file)],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        preexec_fn=pin_child if pin else None,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline().strip()
+    prefix = "embedded provider listening on "
+    if not line.startswith(prefix):
+        proc.kill()
+        proc.wait()
+        raise RuntimeError(f"the embedded provider did not start (first line: {line!r})")
+    return proc, line[len(prefix):]
+
+
+def stop_provider(proc: subprocess.Popen[str]) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+# ---- inputs --------------------------------------------------------------------------------------------
+
+
+def subset_rows(all_rows: list[ResponseRow], n: int) -> list[ResponseRow]:
+    """The first ``n`` sample rows; past the end of the sample, the rows again under new row ids."""
+    out = []
+    for k in range(n):
+        row = all_rows[k % len(all_rows)]
+        lap = k // len(all_rows)
+        out.append(row if lap == 0 else row.model_copy(update={"row_id": f"{row.row_id}::lap{lap}"}))
+    return out
+
+
+def write_rows(rows: list[ResponseRow], path: Path) -> Path:
+    path.write_bytes(b"".join(orjson.dumps(r.model_dump(mode="json", exclude_none=True)) + b"\n" for r in rows))
+    return path
+
+
+# ---- the two contenders --------------------------------------------------------------------------------
+
+
+async def run_ours(url: str, responses: Path, runs_dir: Path) -> tuple[int, float, float]:
+    """(calls, wall seconds of the whole run_council call, seconds of the coordinator alone)."""
+    started = time.perf_counter()
+    result = await run_council(RunRequest(
+        bank=bank.SAMPLE_BANK, responses=responses, runs_dir=runs_dir, backend="local", provider_url=url,
+    ))
+    wall = time.perf_counter() - started
+    calls = 0
+    for name in ROUND_FILES.values():
+        path = result.run_dir / name
+        if path.exists():
+            calls += sum(1 for line in path.read_bytes().splitlines() if line.strip())
+    return calls, wall, result.seconds
+
+
+async def run_sdk(url: str, items: dict[str, BankItem], rows: list[ResponseRow], calls: int) -> tuple[int, float, int]:
+    """(calls, wall seconds, verdicts parsed): ``calls`` round-one judge calls through AsyncOpenAI."""
+    from openai import AsyncOpenAI
+
+    judges = list(DEFAULT_ROSTER.values())
+    jobs = [(judges[k % len(judges)], round1_messages(items[rows[k % len(rows)].item_id], rows[k % len(rows)]))
+            for k in range(calls)]
+    response_format = {"type": "json_schema", "json_schema": VERDICT_SCHEMA}
+    client = AsyncOpenAI(base_url=url, api_key="x", max_retries=0)
+    slots = asyncio.Semaphore(SDK_CONCURRENCY)
+    parsed = 0
+
+    async def one(model: str, messages: list[dict[str, str]]) -> None:
+        nonlocal parsed
+        async with slots:
+            completion = await client.chat.completions.create(
+                model=model, messages=messages, temperature=0, max_tokens=SDK_MAX_TOKENS,  # type: ignore[arg-type]
+                response_format=response_format,  # type: ignore[arg-type]
+            )
+        if parse_verdict(completion.choices[0].message.content) is not None:
+            parsed += 1
+
+    try:
+        started = time.perf_counter()
+        await asyncio.gather(*(one(model, messages) for model, messages in jobs))
+        wall = time.perf_counter() - started
+    finally:
+        await client.close()
+    return calls, wall, parsed
+
+
+def size_calls(ours_rate: float, sdk_rate: float) -> float:
+    """Calls per measurement: ours ~4 s with the sdk's turn at most 8 s; when the two rates are too far
+    apart for both to fall within 3-8 s, the geometric balance (ours_s * sdk_s = 3 * 8)."""
+    if TARGET_OURS_S * ours_rate / sdk_rate <= MAX_SDK_S:
+        return TARGET_OURS_S * ours_rate
+    if MIN_S * ours_rate / sdk_rate <= MAX_SDK_S:
+        return MAX_SDK_S * sdk_rate
+    return (MIN_S * MAX_SDK_S * ours_rate * sdk_rate) ** 0.5
+
+
+# ---- the benchmark -------------------------------------------------------------------------------------
+
+
+async def bench(url: str, work: Path, rows_override: int | None, rounds: int) -> dict[str, float | int]:
+    items = {i.id: i for i in bank.load_bank(bank.SAMPLE_BANK)}
+    all_rows = bank.load_responses(bank.SAMPLE_RESPONSES, list(items.values()))
+    runs_dir = work / "runs"
+
+    # warm-up (imports, connections, caches) and a first rate estimate for sizing
+    warm = write_rows(subset_rows(all_rows, 120), work / "warm.jsonl")
+    w_calls, w_wall, _ = await run_ours(url, warm, runs_dir)
+    _, s_wall, _ = await run_sdk(url, items, all_rows, w_calls)
+    ours_rate, sdk_rate = w_calls / w_wall, w_calls / s_wall
+    calls_per_row = w_calls / 120
+    if rows_override is not None:
+        n_rows = rows_override
+    else:
+        n_rows = max(60, round(size_calls(ours_rate, sdk_rate) / calls_per_row))
+    print(f"warm-up: ours {ours_rate:,.0f} calls/s, sdk {sdk_rate:,.0f} calls/s; measuring on {n_rows} rows",
+          flush=True)
+
+    rows = subset_rows(all_rows, n_rows)
+    responses = write_rows(rows, work / "rows.jsonl")
+    ours: list[tuple[float, float]] = []
+    sdk: list[float] = []
+    calls = 0
+    for r in range(rounds):
+        gc.collect()
+        calls, wall, coordinator_s = await run_ours(url, responses, runs_dir)
+        ours.append((calls / wall, calls / coordinator_s))
+        print(f"round {r + 1}: ours {calls / wall:,.0f} calls/s ({calls} calls in {wall:.2f} s; "
+              f"coordinator alone {calls / coordinator_s:,.0f} calls/s)", flush=True)
+        gc.collect()
+        s_calls, s_wall, parsed = await run_sdk(url, items, rows, calls)
+        sdk.append(s_calls / s_wall)
+        print(f"round {r + 1}: sdk  {s_calls / s_wall:,.0f} calls/s ({s_calls} calls in {s_wall:.2f} s; "
+              f"{parsed} verdicts parsed)", flush=True)
+    best_ours = max(o for o, _ in ours)
+    best_coord = max(c for _, c in ours)
+    best_sdk = max(sdk)
+    return {
+        "ours_calls_per_s": round(best_ours, 1),
+        "sdk_calls_per_s": round(best_sdk, 1),
+        "ratio": round(best_ours / best_sdk, 3),
+        "calls": calls,
+        "rows": n_rows,
+        "ours_coordinator_calls_per_s": round(best_coord, 1),
+        "rounds": rounds,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, help="rows per measurement (default: sized for ~3-8 s each)")
+    parser.add_argument("--rounds", type=int, default=2, help="alternations of (ours, sdk) after warm-up (>= 2)")
+    args = parser.parse_args(argv)
+    rounds = max(2, args.rounds)
+
+    pin = _can_pin()
+    if pin:
+        os.sched_setaffinity(0, {BENCH_CPU})
+    else:
+        print("note: fewer than two CPUs available; running unpinned", flush=True)
+    with tempfile.TemporaryDirectory(prefix="council-bench-") as tmp:
+        work = Path(tmp)
+        config_file = work / "sim.json"
+        config_file.write_bytes(orjson.dumps(sim_config().model_dump(mode="json")))
+        proc, url = start_provider(config_file, pin)
+        try:
+            print(f"provider {url} (pid {proc.pid}{', CPU 1' if pin else ''}); bench pid {os.getpid()}"
+                  f"{', CPU 0' if pin else ''}", flush=True)
+            result = asyncio.run(bench(url, work, args.rows, rounds))
+        finally:
+            stop_provider(proc)
+    print(f"ours {result['ours_calls_per_s']:,.0f} calls/s, sdk {result['sdk_calls_per_s']:,.0f} calls/s: "
+          f"ratio {result['ratio']:.2f}x (target >= 2x)", flush=True)
+    print(orjson.dumps(result).decode(), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
