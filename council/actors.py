@@ -59,10 +59,11 @@ class RayLedger:
 @ray.remote
 class JudgeActor:
     def __init__(self, member: MemberSpec, endpoint: Endpoint, params: JudgeParams, settings: VendorSettings,
-                 seed: int) -> None:
+                 seed: int, prices: tuple[float, float]) -> None:
         limiter = Limiter(RayLedger(member.vendor), f"judge:{member.vendor}:{os.getpid()}",
                           concurrency=settings.concurrency, seed=seed)
-        self._judge = Judge(member, endpoint, params, limiter=limiter, max_batch=settings.max_batch, seed=seed)
+        self._judge = Judge(member, endpoint, params, limiter=limiter, max_batch=settings.max_batch, seed=seed,
+                            prices=prices)
 
     async def grade_batch(self, tasks: list[JudgeTask]) -> list[JudgeCallRecord]:
         return await self._judge.grade_batch(tasks)

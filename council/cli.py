@@ -18,7 +18,8 @@ import bank
 from council import loadtest
 from council.config import CouncilConfig
 from council.errors import ConfigError, CouncilError
-from council.runner import BACKENDS, RunRequest, RunResult, run_council
+from council.runner import BACKENDS, RunRequest, RunResult, resume_council, run_council
+from council.scoring import WARN_RATE
 
 console = Console(stderr=True)
 out = Console()
@@ -43,6 +44,8 @@ def _grading_args(p: argparse.ArgumentParser, *, responses_required: bool) -> No
                    "instead of starting the embedded provider")
     p.add_argument("--ray-address", help="join this Ray cluster instead of starting a local instance")
     p.add_argument("--sim-config", type=Path, help="JSON behaviour file for the embedded provider")
+    p.add_argument("--reuse-from", action="append", default=[], metavar="RUN_ID",
+                   help="serve votes whose request is archived in this earlier run from its archive (repeatable)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -50,12 +53,21 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="grade a benchmark run with the council (default: the shipped sample)")
     _grading_args(run, responses_required=False)
+    run.add_argument("--resume", metavar="RUN_ID", help="continue this run from its archive (after a crash or a stop)")
     grade = sub.add_parser("grade", help="grade any responses file")
     _grading_args(grade, responses_required=True)
     est = sub.add_parser("estimate", help="requests, tokens, cost and the quota-bound time T* of a run, no calls made")
     _grading_args(est, responses_required=False)
     est.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     loadtest.add_parser(sub)
+    rescore = sub.add_parser("rescore", help="rebuild verdicts.jsonl and summary.json from a run's archive")
+    rescore.add_argument("run_id")
+    rescore.add_argument("--runs-dir", type=Path, default=Path("runs"))
+    diff = sub.add_parser("diff", help="whether two runs are comparable, and their score and verdict changes")
+    diff.add_argument("run_a")
+    diff.add_argument("run_b")
+    diff.add_argument("--runs-dir", type=Path, default=Path("runs"))
+    diff.add_argument("--json", action="store_true", help="print one JSON object")
     sim = sub.add_parser("sim", help="serve the embedded OpenAI-compatible provider")
     sim.add_argument("--host", default="127.0.0.1")
     sim.add_argument("--port", type=int, default=8000)
@@ -103,24 +115,71 @@ def _estimate(args: argparse.Namespace) -> int:
 
 
 def _grade(args: argparse.Namespace) -> int:
-    config = council_config(args)
-    req = RunRequest(
-        bank=args.bank, responses=args.responses, runs_dir=args.runs_dir, run_id=args.run_id, backend=args.backend,
-        provider_url=args.provider_url, ray_address=args.ray_address, config=config, sim_config=args.sim_config,
-        command=" ".join(["council", *sys.argv[1:]]) if sys.argv else args.command,
-    )
+    command = " ".join(["council", *sys.argv[1:]])
+    resume = getattr(args, "resume", None)
+    if resume is None:
+        req = RunRequest(
+            bank=args.bank, responses=args.responses, runs_dir=args.runs_dir, run_id=args.run_id,
+            backend=args.backend, provider_url=args.provider_url, ray_address=args.ray_address,
+            config=council_config(args), sim_config=args.sim_config, reuse_from=args.reuse_from, command=command,
+        )
     with Progress(
         TextColumn("[bold]grading"), BarColumn(), MofNCompleteColumn(), TextColumn("rows"), TimeElapsedColumn(),
         TimeRemainingColumn(), console=console, transient=False, disable=not console.is_terminal,
     ) as progress:
         task = progress.add_task("rows", total=None)
-        result = asyncio.run(run_council(
-            req,
-            on_start=lambda n: progress.update(task, total=n),
-            on_row_done=lambda _row: progress.advance(task),
-        ))
+        hooks: dict[str, Any] = {"on_start": lambda n: progress.update(task, total=n),
+                                 "on_row_done": lambda _row: progress.advance(task)}
+        if resume is None:
+            result = asyncio.run(run_council(req, **hooks))
+        else:
+            result = asyncio.run(resume_council(
+                args.runs_dir, resume, backend=args.backend, provider_url=args.provider_url,
+                ray_address=args.ray_address, command=command, **hooks))
     print_result(result)
     return 0
+
+
+def _rescore(args: argparse.Namespace) -> int:
+    from council.runfolder import RunFolder
+    from council.scoring import rescore
+
+    summary = rescore(RunFolder.open(args.runs_dir / args.run_id))
+    out.print(f"rescored {args.run_id}: {summary['rows']} rows, {len(summary['models'])} models")
+    _print_warnings(summary)
+    return 0
+
+
+def _diff(args: argparse.Namespace) -> int:
+    from council.diff import diff_runs
+    from council.runfolder import RunFolder
+
+    d = diff_runs(RunFolder.open(args.runs_dir / args.run_a), RunFolder.open(args.runs_dir / args.run_b))
+    if args.json:
+        out.print_json(data=d)
+        return 0
+    if d["comparable"]:
+        out.print(f"[green]comparable[/green]: same prompts, rules, data and judges ({d['rows_compared']} rows)")
+    else:
+        out.print("[yellow]not comparable[/yellow]: " + ", ".join(m["field"] for m in d["mismatches"]))
+    table = Table(title="per-model score")
+    for col in ("model", d["a"], d["b"], "change"):
+        table.add_column(col, justify="left" if col == "model" else "right", no_wrap=True)
+    for model, m in d["models"].items():
+        table.add_row(model, _pct(m["a"]), _pct(m["b"]), "-" if m["delta"] is None else f"{100 * m['delta']:+.1f}")
+    out.print(table)
+    out.print(f"{len(d['changed_rows'])} row verdicts changed")
+    for row in d["changed_rows"][:20]:
+        out.print(f"  {row['row_id']}: {row['a']} -> {row['b']}", highlight=False)
+    return 0
+
+
+def _print_warnings(summary: dict[str, Any]) -> None:
+    diag = summary.get("diagnostics", {})
+    for name in diag.get("warnings", []):
+        rate = diag.get(f"{name}_rate")
+        detail = f" ({100 * rate:.1f}%)" if isinstance(rate, float) else ""
+        console.print(f"[yellow]warning:[/yellow] {name}{detail} above {100 * WARN_RATE:.0f}%", highlight=False)
 
 
 def print_result(result: RunResult) -> None:
@@ -146,6 +205,7 @@ def print_result(result: RunResult) -> None:
         for member, value in acc["members_round1"].items():
             metrics.add_row(f"accuracy vs truth: {member} alone", _pct(value))
     out.print(metrics)
+    _print_warnings(s)
     out.print(f"run folder: {result.run_dir}")
 
 
@@ -176,6 +236,10 @@ def main(argv: list[str] | None = None) -> int:
             return _estimate(args)
         if args.command == "loadtest":
             return loadtest.run(args)
+        if args.command == "rescore":
+            return _rescore(args)
+        if args.command == "diff":
+            return _diff(args)
         return _sim(args)
     except CouncilError as exc:
         console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)

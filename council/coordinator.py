@@ -1,8 +1,12 @@
 """The two-round coordinator: drives every row through a blind round one and an anonymised round two.
 
 Rounds are pipelined per row: a row's round two starts as soon as its own round one is complete, while
-other rows are still in round one. There is no run-wide barrier. Records reach the archive through the
-dispatchers as they return; the coordinator keeps no verdict state beyond the rows in flight.
+other rows are still in round one. There is no run-wide barrier. Each vote's record goes to the archive
+(``on_record``) the moment it returns, before the row moves on.
+
+A vote already in the archive is not asked again: a resumed run passes the votes it had archived
+(matched by row, member, round and request key), and ``--reuse-from`` passes another run's votes (matched
+by request key alone; the copy is archived with ``reused_from``).
 """
 
 from __future__ import annotations
@@ -11,11 +15,13 @@ import asyncio
 from collections.abc import Callable, Iterable, Iterator
 
 from council.config import CouncilConfig
-from council.dispatch import Dispatcher, JudgePool
 from council.judge import JudgeTask
-from council.prompts import round1_body, round2_body, scrubber
+from council.pools import JudgePool
+from council.prompts import request_key, round1_body, round2_body, rubric_hash, scrubber
 from council.protocol import eligible_members, peers_for, row_order
-from council.schema import BankItem, JudgeCallRecord, ResponseRow
+from council.schema import BankItem, JudgeCallRecord, MemberSpec, ResponseRow
+
+VoteKey = tuple[str, str, int]  # (row_id, member, round)
 
 
 class Coordinator:
@@ -27,18 +33,21 @@ class Coordinator:
         on_record: Callable[[JudgeCallRecord], None],
         *,
         on_row_done: Callable[[ResponseRow], None] | None = None,
-        max_batch: int = 64,
-        linger_s: float = 0.0,
         extra_names: Iterable[str] = (),
+        archived: dict[VoteKey, JudgeCallRecord] | None = None,
+        reusable: dict[str, tuple[str, JudgeCallRecord]] | None = None,
     ) -> None:
         self.config = config
         self.items = items
+        self._pool = pool
+        self._on_record = on_record
         self._on_row_done = on_row_done
-        self._dispatchers = {
-            v: Dispatcher(v, pool, on_record, max_batch=max_batch, linger_s=linger_s) for v in config.roster_vendors
-        }
+        self._archived = archived or {}
+        self._reusable = reusable or {}
         names = [*config.roster_vendors, *(m.judge_model for m in config.roster), *extra_names]
         self._scrub = scrubber(names)
+        self.issued = 0
+        self.served_from_archive = 0
 
     async def run(self, rows: Iterable[ResponseRow]) -> None:
         """Grade every row; at most ``config.rows_in_flight`` rows are in progress at once."""
@@ -48,29 +57,44 @@ class Coordinator:
             for row in source:  # workers share one iterator: each row is taken exactly once
                 await self.grade_row(row)
 
-        try:
-            await asyncio.gather(*(worker() for _ in range(self.config.rows_in_flight)))
-        finally:
-            for dispatcher in self._dispatchers.values():
-                await dispatcher.close()
+        await asyncio.gather(*(worker() for _ in range(self.config.rows_in_flight)))
 
     async def grade_row(self, row: ResponseRow) -> None:
         item = self.items[row.item_id]
         members = eligible_members(row, self.config.roster, self.config.self_exclusion)
         if members:
+            rubric = rubric_hash(item)
             body = round1_body(item, row)
-            first = await asyncio.gather(*(
-                self._dispatchers[m.vendor].submit(JudgeTask(row.row_id, 1, body))
-                for m in members
-            ))
+            first = await asyncio.gather(*(self._vote(m, row, 1, body, {}, rubric) for m in members))
             round1 = {r.member: r for r in first}
             order = row_order(self.config.seed, row.row_id, [m.vendor for m in members])
             second = []
             for m in members:
                 own = round1[m.vendor]
                 peers, letters = peers_for(m.vendor, order, round1, self._scrub)
-                body = round2_body(item, row, own.verdict, own.reason, peers)
-                second.append(self._dispatchers[m.vendor].submit(JudgeTask(row.row_id, 2, body, letters)))
+                body2 = round2_body(item, row, own.verdict, own.reason, peers)
+                second.append(self._vote(m, row, 2, body2, letters, rubric))
             await asyncio.gather(*second)
         if self._on_row_done is not None:
             self._on_row_done(row)
+
+    async def _vote(self, member: MemberSpec, row: ResponseRow, round_: int, body: str, letters: dict[str, str],
+                    rubric: str) -> JudgeCallRecord:
+        params = self.config.judge
+        key = request_key(member.judge_model, round_, body, params.temperature, params.max_tokens)
+        archived = self._archived.get((row.row_id, member.vendor, round_))
+        if archived is not None and archived.request_key == key:
+            self.served_from_archive += 1
+            return archived
+        reuse = self._reusable.get(key)
+        if reuse is not None:
+            source_run, record = reuse
+            copy = record.model_copy(update={"row_id": row.row_id, "peer_letters": letters, "reused_from": source_run})
+            self._on_record(copy)
+            self.served_from_archive += 1
+            return copy
+        task = JudgeTask(row.row_id, round_, body, letters, rubric_hash=rubric, request_key=key)
+        self.issued += 1
+        record = await self._pool.submit(member.vendor, task)
+        self._on_record(record)
+        return record

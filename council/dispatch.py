@@ -1,76 +1,59 @@
-"""Per-vendor micro-batching between the coordinator and the judges.
+"""Micro-batching of calls that are dear one by one.
 
-A judge call through a Ray actor costs a round trip of about half a millisecond, so votes are not sent
-one by one: each vendor's dispatcher gathers whatever is queued (up to ``max_batch``) into one pool call.
-Every record is handed to ``on_record`` (the write-ahead archive) before anyone waiting for it resumes.
+A call to a Ray actor costs a round trip of about half a millisecond, so a vendor's votes are not sent to
+its judge actor one by one: a :class:`MicroBatcher` gathers whatever is queued (up to ``max_batch``) into
+one call and hands each caller its own result when the batch returns.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from typing import Protocol
+from collections.abc import Awaitable, Callable
+from typing import Generic, TypeVar
 
-from council.judge import JudgeTask
-from council.schema import JudgeCallRecord
-
-
-class JudgePool(Protocol):
-    """Where a vendor's votes are graded: in-process judges or Ray actors."""
-
-    async def grade(self, vendor: str, tasks: list[JudgeTask]) -> list[JudgeCallRecord]: ...
-
-    async def close(self) -> None: ...
+T = TypeVar("T")
+R = TypeVar("R")
 
 
-class Dispatcher:
-    def __init__(
-        self, vendor: str, pool: JudgePool, on_record: Callable[[JudgeCallRecord], None], *,
-        max_batch: int = 64, linger_s: float = 0.0,
-    ) -> None:
-        self.vendor = vendor
-        self._pool = pool
-        self._on_record = on_record
+class MicroBatcher(Generic[T, R]):
+    def __init__(self, send: Callable[[list[T]], Awaitable[list[R]]], *, max_batch: int = 64,
+                 linger_s: float = 0.0, name: str = "batcher") -> None:
+        self._send_batch = send
         self._max_batch = max_batch
         self._linger_s = linger_s
-        self._queue: asyncio.Queue[tuple[JudgeTask, asyncio.Future[JudgeCallRecord]]] = asyncio.Queue()
+        self._name = name
+        self._queue: asyncio.Queue[tuple[T, asyncio.Future[R]]] = asyncio.Queue()
         self._inflight: set[asyncio.Task[None]] = set()
         self._loop_task: asyncio.Task[None] | None = None
 
-    def submit(self, task: JudgeTask) -> asyncio.Future[JudgeCallRecord]:
+    def submit(self, item: T) -> asyncio.Future[R]:
         if self._loop_task is None:
-            self._loop_task = asyncio.create_task(self._loop(), name=f"dispatch-{self.vendor}")
-        future: asyncio.Future[JudgeCallRecord] = asyncio.get_running_loop().create_future()
-        self._queue.put_nowait((task, future))
+            self._loop_task = asyncio.create_task(self._loop(), name=self._name)
+        future: asyncio.Future[R] = asyncio.get_running_loop().create_future()
+        self._queue.put_nowait((item, future))
         return future
 
     async def _loop(self) -> None:
         while True:
             batch = [await self._queue.get()]
-            if self._linger_s:
-                await asyncio.sleep(self._linger_s)
-            else:
-                await asyncio.sleep(0)  # let the rows scheduled in this tick enqueue too
+            await asyncio.sleep(self._linger_s)  # let the callers of this moment join the batch
             while len(batch) < self._max_batch and not self._queue.empty():
                 batch.append(self._queue.get_nowait())
             send = asyncio.create_task(self._send(batch))
             self._inflight.add(send)
             send.add_done_callback(self._inflight.discard)
 
-    async def _send(self, batch: list[tuple[JudgeTask, asyncio.Future[JudgeCallRecord]]]) -> None:
+    async def _send(self, batch: list[tuple[T, asyncio.Future[R]]]) -> None:
         try:
-            records = await self._pool.grade(self.vendor, [task for task, _ in batch])
-        except BaseException as exc:  # a pool failure fails every vote of the batch, loudly
+            results = await self._send_batch([item for item, _ in batch])
+        except Exception as exc:  # a failed call fails each of its callers, loudly
             for _, future in batch:
                 if not future.done():
                     future.set_exception(exc)
-            if not isinstance(exc, Exception):
-                raise
             return
-        for record, (_, future) in zip(records, batch, strict=True):
-            self._on_record(record)
+        for result, (_, future) in zip(results, batch, strict=True):
             if not future.done():
-                future.set_result(record)
+                future.set_result(result)
 
     async def close(self) -> None:
         if self._loop_task is not None:

@@ -26,8 +26,9 @@ from council.prompts import (
     BATCH_VERDICT_SCHEMA, PROMPT_HASHES, PROMPT_VERSION, VERDICT_SCHEMA, batch_messages, repair_messages,
     single_messages,
 )
+from council.protocol import METHODOLOGY_VERSION
 from council.quota import Limits, QuotaLedger, choose_batch_size, estimate_tokens
-from council.schema import JudgeCallRecord, MemberSpec, ParseStatus, Usage
+from council.schema import JudgeCallRecord, MemberSpec, ParseStatus, RequestParams, Usage
 
 RESPONSE_FORMAT = {"type": "json_schema", "json_schema": VERDICT_SCHEMA}
 BATCH_RESPONSE_FORMAT = {"type": "json_schema", "json_schema": BATCH_VERDICT_SCHEMA}
@@ -43,6 +44,8 @@ class JudgeTask:
     round: int
     body: str
     peer_letters: dict[str, str] = field(default_factory=dict)
+    rubric_hash: str = ""
+    request_key: str = ""
 
 
 @dataclass(slots=True)
@@ -54,17 +57,19 @@ class _Call:
     attempts: int = 0
     finish: str | None = None
     error: str | None = None
+    max_tokens: int = 0
     started: float = field(default_factory=time.perf_counter)
 
 
 class Judge:
     def __init__(
         self, member: MemberSpec, endpoint: Endpoint, params: JudgeParams, *, limiter: Limiter | None = None,
-        max_batch: int = 1, seed: int = 0,
+        max_batch: int = 1, seed: int = 0, prices: tuple[float, float] = (0.0, 0.0),
     ) -> None:
         self.member = member
         self.params = params
         self.max_batch = max_batch
+        self.prices = prices  # USD per million input and output tokens
         self.limiter = limiter or Limiter(LocalLedger(QuotaLedger(Limits())), f"judge:{member.vendor}")
         self.client = ChatClient(endpoint, seed=seed, limiter=self.limiter)
         self._queues: dict[int, deque[tuple[JudgeTask, asyncio.Future[JudgeCallRecord]]]] = {1: deque(), 2: deque()}
@@ -166,6 +171,7 @@ class Judge:
             response_format=response_format, admitted=admitted,
         )
         call.usage += result.usage
+        call.max_tokens = max_tokens
         call.attempts += result.attempts
         call.finish = result.finish_reason
         call.raws.append(result.content or "")
@@ -216,14 +222,20 @@ class Judge:
 
     def _record(self, task: JudgeTask, vote: tuple[str, str] | None, status: ParseStatus, call: _Call,
                 request_id: str, batch_size: int, usage: Usage) -> JudgeCallRecord:
+        price_in, price_out = self.prices
         return JudgeCallRecord(
             row_id=task.row_id, round=task.round, member=self.member.vendor, judge_model=self.member.judge_model,
             verdict=vote[0] if vote else None, reason=vote[1] if vote else None, ok=vote is not None,
             parse_status=status if vote or status == "error" else "unparseable", raw_outputs=call.raws,
-            finish_reason=call.finish, usage=usage, latency_s=round(time.perf_counter() - call.started, 6),
-            attempts=call.attempts, error=call.error, prompt_version=PROMPT_VERSION,
-            prompt_hash=PROMPT_HASHES[f"round{task.round}"], request_id=request_id or uuid.uuid4().hex,
-            batch_size=batch_size, peer_letters=task.peer_letters,
+            finish_reason=call.finish, usage=usage,
+            cost_usd=round((usage.prompt_tokens * price_in + usage.completion_tokens * price_out) / 1e6, 9),
+            latency_s=round(time.perf_counter() - call.started, 6), attempts=call.attempts, error=call.error,
+            judge_prompt_version=PROMPT_VERSION, judge_prompt_hash=PROMPT_HASHES[f"round{task.round}"],
+            rubric_hash=task.rubric_hash, methodology_version=METHODOLOGY_VERSION,
+            request=RequestParams(model=self.member.judge_model, temperature=self.params.temperature,
+                                  max_tokens=call.max_tokens or self.params.max_tokens),
+            request_key=task.request_key, request_id=request_id or uuid.uuid4().hex, batch_size=batch_size,
+            peer_letters=task.peer_letters,
         )
 
 

@@ -155,6 +155,17 @@ def rubric_for(item: BankItem) -> str:
     return item.rubric or DEFAULT_RUBRICS.get(item.probe, GENERIC_RUBRIC)
 
 
+def rubric_hash(item: BankItem) -> str:
+    return _sha(rubric_for(item))
+
+
+def request_key(judge_model: str, round_: int, body: str, temperature: float, max_tokens: int) -> str:
+    """Everything that determines a vote's request, hashed: a resumed run recognises what it has paid for."""
+    return hashlib.sha256("\x1f".join(
+        (PROMPT_VERSION, PROMPT_HASHES[f"round{round_}"], judge_model, str(round_), repr(float(temperature)),
+         str(max_tokens), body)).encode()).hexdigest()[:32]
+
+
 # A brand, optionally followed by a version-like tail ("gpt-4o", "claude-3.5", "llama3"), as a whole word.
 _BRAND_RE = re.compile(
     r"\b(?:" + "|".join(re.escape(n) for n in BRAND_NAMES) + r")(?:[-.]?\d[\w.-]*|-[\w.-]+)?\b", re.IGNORECASE

@@ -9,6 +9,9 @@ import re
 from council.prompts import LETTERS, Peer, scrub
 from council.schema import JudgeCallRecord, MemberSpec, ResponseRow
 
+# The rules this module and the aggregator implement; recorded on every judge-call record.
+METHODOLOGY_VERSION = "council-v1 (self-exclusion; blind round one; lettered round two; strict majority, ties incorrect)"
+
 
 def eligible_members(row: ResponseRow, roster: list[MemberSpec], self_exclusion: bool = True) -> list[MemberSpec]:
     """The roster minus the vendor that produced the row (vendor self-exclusion)."""

@@ -27,7 +27,7 @@ CUT = 0.8  # rate after a 429, relative to the rate that provoked it
 CUT_COOLDOWN_S = 1.0  # 429s within this window of a cut are one event
 FAST_RECOVERY_PER_S = 0.05  # factor recovered per second while below 95% of the last ceiling
 PROBE_PER_S = 0.01  # factor recovered per second above it
-SAFETY = 0.98  # pace slightly under the limit: clocks and network jitter differ between us and the provider
+SAFETY = 0.99  # pace just under the limit: clocks and network jitter differ between us and the provider
 HOLDER_TTL_S = 5.0
 
 

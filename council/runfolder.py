@@ -21,6 +21,7 @@ M = TypeVar("M", bound=BaseModel)
 
 MANIFEST = "manifest.json"
 ROWS = "rows.jsonl"
+ITEMS = "items.jsonl"
 ROUND_FILES = {1: "round1.jsonl", 2: "round2.jsonl"}
 VERDICTS = "verdicts.jsonl"
 SUMMARY = "summary.json"
@@ -87,6 +88,17 @@ class RunFolder:
         for handle in self._appenders.values():
             handle.close()
         self._appenders.clear()
+
+    def drop_torn_tails(self) -> None:
+        """Cut a torn last line (a crash mid-write) off the round files, so appending can go on."""
+        for name in ROUND_FILES.values():
+            path = self.path / name
+            if not path.is_file():
+                continue
+            data = path.read_bytes()
+            if data and not data.endswith(b"\n"):
+                with open(path, "r+b") as handle:
+                    handle.truncate(data.rfind(b"\n") + 1)
 
     def read_records(self, round_: int) -> list[JudgeCallRecord]:
         return read_jsonl(self.path / ROUND_FILES[round_], JudgeCallRecord, missing_ok=True)

@@ -1,6 +1,13 @@
-"""One council run, start to finish: load and validate the inputs, open the run folder, start the
-embedded provider unless a provider URL is given, drive the coordinator through the chosen backend,
-then score from the archive."""
+"""One council run, start to finish, and its resumption after a crash.
+
+A new run validates its inputs, opens a new run folder (never an existing one) and copies into it what
+scoring and resuming need: the manifest, the rows and the bank items they answer. It then starts the
+embedded provider unless a provider URL is given, drives the coordinator through the chosen backend
+while every vote is appended to the archive as it returns, and finally scores from the archive.
+
+A resumed run reopens the folder, drops a torn last line (a crash mid-write), and drives the coordinator
+again with the archived votes: a vote whose result is archived is never asked again.
+"""
 
 from __future__ import annotations
 
@@ -16,11 +23,12 @@ from typing import Any
 from bank import dataset_fingerprint, load_bank, load_responses, responses_fingerprint
 from council import logs
 from council.config import CouncilConfig, Endpoint
-from council.coordinator import Coordinator
-from council.errors import ConfigError
+from council.coordinator import Coordinator, VoteKey
+from council.errors import ConfigError, RunFolderError
 from council.prompts import PROMPT_HASHES, PROMPT_VERSION
-from council.runfolder import MANIFEST, ROWS, RunFolder, dump_json
-from council.schema import ResponseRow, RunManifest
+from council.protocol import METHODOLOGY_VERSION
+from council.runfolder import ITEMS, MANIFEST, ROWS, RunFolder, dump_json, read_jsonl
+from council.schema import BankItem, JudgeCallRecord, ResponseRow, ResumeEntry, RunManifest
 from council.scoring import rescore
 
 BACKENDS = ("ray", "local")
@@ -37,6 +45,7 @@ class RunRequest:
     ray_address: str | None = None
     config: CouncilConfig = field(default_factory=CouncilConfig)
     sim_config: Path | None = None
+    reuse_from: list[str] = field(default_factory=list)
     command: str = "run"
 
 
@@ -46,6 +55,11 @@ class RunResult:
     summary: dict[str, Any]
     seconds: float
     provider_stats: dict[str, Any] | None
+    issued: int = 0
+    served_from_archive: int = 0
+
+
+ProgressHooks = tuple[Callable[[int], None] | None, Callable[[ResponseRow], None] | None]
 
 
 def new_run_id() -> str:
@@ -62,6 +76,10 @@ def _versions() -> dict[str, str]:
     return out
 
 
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat()
+
+
 async def run_council(
     req: RunRequest,
     *,
@@ -72,58 +90,102 @@ async def run_council(
         raise ConfigError(f"unknown backend {req.backend!r}; choose one of {', '.join(BACKENDS)}")
     items = load_bank(req.bank)
     rows = load_responses(req.responses, items)
-    started = dt.datetime.now(dt.UTC)
+    reusable = _reusable(req.runs_dir, req.reuse_from)
+    sim_config = _sim_config(req) if req.provider_url is None else None
     folder = RunFolder.create(req.runs_dir, req.run_id or new_run_id())
+    used = {r.item_id for r in rows}
+    manifest = RunManifest(
+        run_id=folder.path.name, created_at=_now(), command=req.command, roster=req.config.roster,
+        self_exclusion=req.config.self_exclusion, quorum=req.config.quorum, seed=req.config.seed,
+        backend=req.backend, provider_url=req.provider_url, judge_prompt_version=PROMPT_VERSION,
+        prompt_hashes=PROMPT_HASHES, methodology_version=METHODOLOGY_VERSION, bank_path=str(req.bank),
+        responses_path=str(req.responses), dataset_fingerprint=dataset_fingerprint(items),
+        responses_fingerprint=responses_fingerprint(rows), rows=len(rows), versions=_versions(),
+        config=req.config.model_dump(mode="json"), sim_config=sim_config, reuse_from=list(req.reuse_from),
+    )
+    folder.write_json(MANIFEST, manifest.model_dump(mode="json"))
+    folder.write_lines(ITEMS, [i for i in items if i.id in used])
+    folder.write_lines(ROWS, rows)
+    return await _drive(folder, manifest, items, rows, req.config, archived={}, reusable=reusable,
+                        backend=req.backend, provider_url=req.provider_url, ray_address=req.ray_address,
+                        hooks=(on_start, on_row_done))
+
+
+async def resume_council(
+    runs_dir: Path,
+    run_id: str,
+    *,
+    backend: str | None = None,
+    provider_url: str | None = None,
+    ray_address: str | None = None,
+    command: str = "run --resume",
+    on_start: Callable[[int], None] | None = None,
+    on_row_done: Callable[[ResponseRow], None] | None = None,
+) -> RunResult:
+    """Continue ``run_id`` from its archive, with the configuration it was started with."""
+    folder = RunFolder.open(Path(runs_dir) / run_id)
+    manifest = RunManifest.model_validate(folder.read_json(MANIFEST))
+    items = read_jsonl(folder.path / ITEMS, BankItem)
+    rows = read_jsonl(folder.path / ROWS, ResponseRow)
+    if responses_fingerprint(rows) != manifest.responses_fingerprint:
+        raise RunFolderError(f"{folder.path / ROWS} does not match the fingerprint in its manifest")
+    folder.drop_torn_tails()
+    records = folder.read_records(1) + folder.read_records(2)
+    # An error is not a result: such votes are asked again, and the new record supersedes the old one.
+    archived: dict[VoteKey, JudgeCallRecord] = {
+        (r.row_id, r.member, r.round): r for r in records if r.parse_status != "error"}
+    config = CouncilConfig.model_validate(manifest.config)
+    backend = backend or manifest.backend
+    provider_url = provider_url or manifest.provider_url
+    manifest = manifest.model_copy(update={"resumes": [
+        *manifest.resumes, ResumeEntry(at=_now(), command=command, archived_votes=len(archived))]})
+    folder.write_json(MANIFEST, manifest.model_dump(mode="json"))
+    reusable = _reusable(Path(runs_dir), manifest.reuse_from)
+    return await _drive(folder, manifest, items, rows, config, archived=archived, reusable=reusable,
+                        backend=backend, provider_url=provider_url, ray_address=ray_address,
+                        hooks=(on_start, on_row_done))
+
+
+async def _drive(
+    folder: RunFolder, manifest: RunManifest, items: list[BankItem], rows: list[ResponseRow], config: CouncilConfig,
+    *, archived: dict[VoteKey, JudgeCallRecord], reusable: dict[str, tuple[str, JudgeCallRecord]], backend: str,
+    provider_url: str | None, ray_address: str | None, hooks: ProgressHooks,
+) -> RunResult:
+    on_start, on_row_done = hooks
     logs.configure(folder.path / "log.jsonl")
     log = logs.get_logger("council.run").bind(run_id=folder.path.name)
-
     sim = None
-    provider_url = req.provider_url
     if provider_url is None:
         from council.sim import SimConfig, TruthTable, start_sim
 
-        sim_cfg = SimConfig.from_file(req.sim_config) if req.sim_config else SimConfig.planted(seed=req.config.seed)
-        sim = await start_sim(sim_cfg, TruthTable.from_rows(items, rows))
-        base_url = sim.url
-    else:
-        base_url = provider_url
-    endpoint = Endpoint(base_url=base_url)
-    endpoints = {v: endpoint for v in req.config.roster_vendors}
+        sim_config = SimConfig.model_validate(manifest.sim_config) if manifest.sim_config else SimConfig.planted(config.seed)
+        sim = await start_sim(sim_config, TruthTable.from_rows(items, rows))
+        provider_url = sim.url
+    endpoint = Endpoint(base_url=provider_url)
+    endpoints = {v: endpoint for v in config.roster_vendors}
+    log.info("run.start", rows=len(rows), backend=backend, provider="embedded" if sim else provider_url,
+             archived_votes=len(archived), resumed=bool(manifest.resumes))
 
-    manifest = RunManifest(
-        run_id=folder.path.name, created_at=started.isoformat(), command=req.command, roster=req.config.roster,
-        self_exclusion=req.config.self_exclusion, quorum=req.config.quorum, seed=req.config.seed,
-        backend=req.backend, provider_url=provider_url, prompt_version=PROMPT_VERSION,
-        prompt_hashes=PROMPT_HASHES, bank_path=str(req.bank), responses_path=str(req.responses),
-        dataset_fingerprint=dataset_fingerprint(items), responses_fingerprint=responses_fingerprint(rows),
-        rows=len(rows), versions=_versions(),
-        config=req.config.model_dump(mode="json") | {"embedded_provider": sim is not None},
-    )
-    folder.write_json(MANIFEST, manifest.model_dump(mode="json"))
-    folder.write_lines(ROWS, rows)
-    log.info("run.start", rows=len(rows), backend=req.backend, provider="embedded" if sim else provider_url)
-
-    if req.backend == "ray":
+    if backend == "ray":
         from council.pools import RayPool
         from council.raycluster import ensure_ray
 
-        ensure_ray(req.ray_address)
-        pool: Any = RayPool(req.config, endpoints)
-        linger_s = 0.002
+        ensure_ray(ray_address)
+        pool: Any = RayPool(config, endpoints)
     else:
         from council.pools import LocalPool
 
-        pool, linger_s = LocalPool(req.config, endpoints), 0.0
+        pool = LocalPool(config, endpoints)
 
     if on_start is not None:
         on_start(len(rows))
-    t0 = dt.datetime.now(dt.UTC)
+    started = dt.datetime.now(dt.UTC)
     stats = None
+    coordinator = Coordinator(
+        config, {i.id: i for i in items}, pool, folder.append, on_row_done=on_row_done,
+        extra_names=sorted({r.model for r in rows} | {r.vendor for r in rows}), archived=archived, reusable=reusable,
+    )
     try:
-        coordinator = Coordinator(
-            req.config, {i.id: i for i in items}, pool, folder.append, on_row_done=on_row_done,
-            linger_s=linger_s, extra_names=sorted({r.model for r in rows} | {r.vendor for r in rows}),
-        )
         await coordinator.run(rows)
     finally:
         await pool.close()
@@ -132,8 +194,28 @@ async def run_council(
             stats = await sim.stats()
             folder.write_bytes("provider_stats.json", dump_json(stats))
             await sim.close()
-    seconds = (dt.datetime.now(dt.UTC) - t0).total_seconds()
+    seconds = (dt.datetime.now(dt.UTC) - started).total_seconds()
     summary = rescore(folder)
-    log.info("run.done", seconds=round(seconds, 3), rows=len(rows))
+    log.info("run.done", seconds=round(seconds, 3), rows=len(rows), issued=coordinator.issued,
+             served_from_archive=coordinator.served_from_archive)
     logs.configure(None)
-    return RunResult(run_dir=folder.path, summary=summary, seconds=seconds, provider_stats=stats)
+    return RunResult(run_dir=folder.path, summary=summary, seconds=seconds, provider_stats=stats,
+                     issued=coordinator.issued, served_from_archive=coordinator.served_from_archive)
+
+
+def _sim_config(req: RunRequest) -> dict[str, Any]:
+    from council.sim import SimConfig
+
+    config = SimConfig.from_file(req.sim_config) if req.sim_config else SimConfig.planted(seed=req.config.seed)
+    return config.model_dump(mode="json")
+
+
+def _reusable(runs_dir: Path, run_ids: list[str]) -> dict[str, tuple[str, JudgeCallRecord]]:
+    """Archived votes of other runs by request key (errors are not results and are not re-used)."""
+    out: dict[str, tuple[str, JudgeCallRecord]] = {}
+    for run_id in run_ids:
+        folder = RunFolder.open(Path(runs_dir) / run_id)
+        for record in folder.read_records(1) + folder.read_records(2):
+            if record.parse_status != "error" and record.request_key:
+                out.setdefault(record.request_key, (run_id, record))
+    return out

@@ -84,8 +84,20 @@ class Usage(_Strict):
         )
 
 
+class RequestParams(_Strict):
+    model: str
+    temperature: float
+    max_tokens: int
+
+
 class JudgeCallRecord(_Strict):
-    """One vote: a member's answer for one row in one round, with everything needed to audit it."""
+    """One vote: a member's answer for one row in one round, with everything needed to audit it.
+
+    ``request_key`` hashes everything that determines the vote's request (judge model, parameters, prompt
+    version and the exact prompt body), so a resumed or re-used run recognises a call it already paid for.
+    Votes that shared one batched request share ``request_id`` and carry its ``batch_size``; ``usage`` and
+    ``cost_usd`` are this vote's share of the request.
+    """
 
     row_id: str
     round: Literal[1, 2]
@@ -98,14 +110,20 @@ class JudgeCallRecord(_Strict):
     raw_outputs: list[str] = Field(default_factory=list)
     finish_reason: str | None = None
     usage: Usage = Field(default_factory=Usage)
+    cost_usd: float = 0.0
     latency_s: float = 0.0
     attempts: int = 0
     error: str | None = None
-    prompt_version: str
-    prompt_hash: str
+    judge_prompt_version: str
+    judge_prompt_hash: str
+    rubric_hash: str = ""
+    methodology_version: str = ""
+    request: RequestParams | None = None
+    request_key: str = ""
     request_id: str
     batch_size: int = 1
     peer_letters: dict[str, str] = Field(default_factory=dict)
+    reused_from: str | None = None
 
 
 class RowVerdict(_Strict):
@@ -131,6 +149,12 @@ class MemberSpec(_Strict):
     judge_model: str
 
 
+class ResumeEntry(_Strict):
+    at: str
+    command: str
+    archived_votes: int
+
+
 class RunManifest(_Strict):
     run_id: str
     created_at: str
@@ -141,8 +165,9 @@ class RunManifest(_Strict):
     seed: int
     backend: str
     provider_url: str | None
-    prompt_version: str
+    judge_prompt_version: str
     prompt_hashes: dict[str, str]
+    methodology_version: str
     bank_path: str
     responses_path: str
     dataset_fingerprint: str
@@ -150,3 +175,6 @@ class RunManifest(_Strict):
     rows: int
     versions: dict[str, str]
     config: dict[str, Any] = Field(default_factory=dict)
+    sim_config: dict[str, Any] | None = None
+    reuse_from: list[str] = Field(default_factory=list)
+    resumes: list[ResumeEntry] = Field(default_factory=list)

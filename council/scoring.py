@@ -74,13 +74,7 @@ def score(table: VoteTable, quorum: int, records: list[JudgeCallRecord], run_id:
     summary["flags"] = {
         flag: sum(flag in v.flags for v in verdicts) for flag in ("tie", "no_quorum", "tie_round1", "no_quorum_round1", "missing_votes")
     }
-    summary["calls"] = {
-        "records": len(records),
-        "errors": sum(r.parse_status == "error" for r in records),
-        "unparseable": sum(r.parse_status == "unparseable" for r in records),
-        "repaired": sum(r.parse_status == "repaired" for r in records),
-        "truncated": sum(r.finish_reason == "length" for r in records),
-    }
+    summary["diagnostics"] = diagnostics(records, members, summary["flags"]["no_quorum"], len(rows))
     if has_gold:
         summary["accuracy_vs_gold"] = {
             "council": _num(agg.accuracy_against(cons.verdict[:, 1], gold)),
@@ -89,6 +83,34 @@ def score(table: VoteTable, quorum: int, records: list[JudgeCallRecord], run_id:
             "members_round2": dict(zip(members, map(_num, agg.member_accuracy(votes[:, :, 1], gold)), strict=True)),
         }
     return verdicts, summary
+
+
+WARN_RATE = 0.02  # a diagnostic above this share of votes (or rows) is printed as a warning
+
+
+def diagnostics(records: list[JudgeCallRecord], members: list[str], no_quorum_rows: int, rows: int) -> dict[str, Any]:
+    """Counts that say how far the votes can be trusted, each with its rate."""
+    n = max(1, len(records))
+    requests = {r.request_id: r for r in records}.values()
+    counts = {
+        "votes": len(records),
+        "truncated": sum(r.finish_reason == "length" for r in records),
+        "empty_outputs": sum(r.parse_status != "error" and any(not raw for raw in r.raw_outputs) for r in records),
+        "unparseable": sum(r.parse_status == "unparseable" for r in records),
+        "repair_reasks": sum(len(r.raw_outputs) > 1 for r in requests),
+        "errors": sum(r.parse_status == "error" for r in records),
+        "reused": sum(r.reused_from is not None for r in records),
+        "no_quorum_rows": no_quorum_rows,
+    }
+    rates = {f"{k}_rate": round(v / (max(1, rows) if k == "no_quorum_rows" else n), 6)
+             for k, v in counts.items() if k not in ("votes", "reused")}
+    per_member = {}
+    for m in members:
+        mine = [r for r in records if r.member == m]
+        per_member[m] = round(sum(r.parse_status in ("error", "unparseable") for r in mine) / max(1, len(mine)), 6)
+    warnings = [k.removesuffix("_rate") for k, v in rates.items() if v > WARN_RATE]
+    warnings += [f"member {m} errors" for m, v in per_member.items() if v > WARN_RATE]
+    return {**counts, **rates, "error_rate_per_member": per_member, "warnings": warnings}
 
 
 def _row_verdict(i: int, row: ResponseRow, table: VoteTable, cons: agg.Consensus) -> RowVerdict:

@@ -50,7 +50,10 @@ def check_run_folder(result, n_rows: int) -> None:
                     if m["vendor"] != row["vendor"]}
         assert set(keys) == expected  # every eligible member, and no judge of the row's own vendor
         for r in records:
-            assert r["round"] == round_ and r["prompt_version"] and r["prompt_hash"] == manifest["prompt_hashes"][f"round{round_}"]
+            assert r["round"] == round_ and r["judge_prompt_version"] == manifest["judge_prompt_version"]
+            assert r["judge_prompt_hash"] == manifest["prompt_hashes"][f"round{round_}"]
+            assert r["methodology_version"] == manifest["methodology_version"] and r["rubric_hash"]
+            assert r["request"]["model"] == r["judge_model"] and len(r["request_key"]) == 32
             assert r["ok"] == (r["verdict"] is not None)
             assert r["raw_outputs"]  # the raw output is kept, parsed or not
     verdicts = lines(folder / "verdicts.jsonl")
@@ -62,7 +65,7 @@ def check_run_folder(result, n_rows: int) -> None:
     stats = orjson.loads((folder / "provider_stats.json").read_bytes())
     billed = sum(m["billed"] for m in stats["models"].values())
     records = lines(folder / "round1.jsonl") + lines(folder / "round2.jsonl")
-    assert billed >= len([r for r in records if r["parse_status"] != "error"])
+    assert billed >= len({r["request_id"] for r in records if r["parse_status"] != "error"})
 
 
 async def test_local_backend_end_to_end(tmp_path):
@@ -197,7 +200,7 @@ def test_sim_command_and_provider_url(tmp_path):
                      "--responses", str(subset(tmp_path, 3)), "--provider-url", url])
         assert code == 0
         manifest = orjson.loads((tmp_path / "runs" / "p" / "manifest.json").read_bytes())
-        assert manifest["provider_url"] == url and not manifest["config"]["embedded_provider"]
+        assert manifest["provider_url"] == url and manifest["sim_config"] is None
         import urllib.request
 
         with urllib.request.urlopen(url + "/sim/stats", timeout=5) as resp:

@@ -18,7 +18,7 @@ def row(model="openai/gpt-4.1-mini", text="It is 391."):
 def record(member, verdict, reason, round_=1):
     return JudgeCallRecord(row_id="q1::m", round=round_, member=member, judge_model=DEFAULT_ROSTER[member],
                            verdict=verdict, reason=reason, ok=verdict is not None,
-                           parse_status="ok" if verdict else "unparseable", prompt_version="v", prompt_hash="h",
+                           parse_status="ok" if verdict else "unparseable", judge_prompt_version="v", judge_prompt_hash="h",
                            request_id="r")
 
 

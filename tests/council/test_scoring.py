@@ -13,7 +13,7 @@ def rec(row_id, member, round_, verdict):
     return JudgeCallRecord(row_id=row_id, round=round_, member=member, judge_model=DEFAULT_ROSTER[member],
                            verdict=verdict, reason="r" if verdict else None, ok=verdict is not None,
                            parse_status="ok" if verdict else "unparseable", raw_outputs=["x"],
-                           prompt_version="v", prompt_hash="h", request_id="q")
+                           judge_prompt_version="v", judge_prompt_hash="h", request_id="q")
 
 
 def test_ties_no_quorum_and_missing_votes():
