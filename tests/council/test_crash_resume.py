@@ -1,0 +1,111 @@
+"""Crash and resume: SIGKILL at several points of both rounds, resume each time, lose nothing, pay once."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import orjson
+import pytest
+
+from council.sim import SimConfig, VendorBehaviour
+
+CONCURRENCY = 4  # per vendor: keeps the run long enough to be killed at chosen points
+VENDORS = ("anthropic", "google", "openai", "alibaba", "deepseek")
+
+
+def council(*args: str) -> list[str]:
+    return [sys.executable, "-m", "council.cli", *args]
+
+
+def billed(url: str) -> int:
+    with urllib.request.urlopen(url + "/sim/stats", timeout=10) as resp:
+        return sum(v["billed"] for v in orjson.loads(resp.read())["vendors"].values())
+
+
+def archived_calls(run_dir: Path) -> tuple[int, int, int]:
+    """(calls archived, round-one records, round-two records), ignoring a torn last line."""
+    calls, counts = 0, []
+    for name in ("round1.jsonl", "round2.jsonl"):
+        path = run_dir / name
+        data = path.read_bytes() if path.exists() else b""
+        lines = data.split(b"\n")[:-1]  # whatever follows the last newline is torn
+        counts.append(len(lines))
+        calls += sum(len(orjson.loads(line)["raw_outputs"]) for line in lines if line.strip())
+    return calls, counts[0], counts[1]
+
+
+@pytest.fixture(scope="module")
+def provider(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("provider")
+    quiet = dict(latency_ms=20.0, latency_jitter_ms=10.0, malformed_rate=0.0, error_rate=0.0)
+    base = SimConfig.planted(seed=0)
+    sim = base.model_copy(update={"vendors": {v: b.model_copy(update=quiet) for v, b in base.vendors.items()}})
+    cfg = tmp / "sim.json"
+    cfg.write_bytes(orjson.dumps(sim.model_dump(mode="json")))
+    proc = subprocess.Popen(council("sim", "--port", "0", "--config", str(cfg)), stdout=subprocess.PIPE, text=True)
+    try:
+        url = proc.stdout.readline().strip().rsplit(" ", 1)[-1]
+        assert url.startswith("http://127.0.0.1:")
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_sigkill_at_five_points_then_resume(tmp_path, provider):
+    config = tmp_path / "council.json"
+    config.write_bytes(orjson.dumps({"vendors": {v: {"concurrency": CONCURRENCY} for v in VENDORS}}))
+    runs = tmp_path / "runs"
+    common = ["--backend", "local", "--provider-url", provider, "--runs-dir", str(runs), "--config", str(config)]
+
+    before = billed(provider)
+    subprocess.run(council("run", "--run-id", "whole", *common), check=True, capture_output=True, timeout=120)
+    whole_billed = billed(provider) - before
+    total_votes = sum(archived_calls(runs / "whole")[1:])
+
+    crash_dir = runs / "crashed"
+    start_billed = billed(provider)
+    unarchived = []  # after each kill: calls paid for since the start that are not in the archive
+    seen_rounds = set()
+    for i, fraction in enumerate((0.08, 0.25, 0.45, 0.65, 0.85)):
+        args = ("run", "--run-id", "crashed", *common) if i == 0 else ("run", "--resume", "crashed", *common[:-2])
+        proc = subprocess.Popen(council(*args), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if crash_dir.exists() and sum(archived_calls(crash_dir)[1:]) >= fraction * total_votes:
+                break
+            time.sleep(0.02)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+        time.sleep(0.3)  # requests the dead client had sent are answered (and billed) by now
+        calls, r1, r2 = archived_calls(crash_dir)
+        assert r1 < total_votes / 2 or r2 < total_votes / 2, "killed too late"
+        seen_rounds.update({1} if r1 < total_votes / 2 else set())
+        seen_rounds.update({2} if r2 > 0 else set())
+        unarchived.append(billed(provider) - start_billed - calls)
+    subprocess.run(council("run", "--resume", "crashed", *common[:-2]), check=True, capture_output=True, timeout=120)
+
+    # Killed while round one was still running and while round two was running.
+    assert seen_rounds == {1, 2}
+    # Nothing lost: the same verdicts and summary as the run that was never interrupted.
+    whole_v = (runs / "whole" / "verdicts.jsonl").read_bytes()
+    assert (crash_dir / "verdicts.jsonl").read_bytes() == whole_v
+    assert len(whole_v.splitlines()) == 960
+    sw = orjson.loads((runs / "whole" / "summary.json").read_bytes())
+    sc = orjson.loads((crash_dir / "summary.json").read_bytes())
+    assert {k: v for k, v in sc.items() if k != "run_id"} == {k: v for k, v in sw.items() if k != "run_id"}
+    # Never paid twice: every billed call is archived, or was in flight at a kill (and asked again once).
+    distinct = archived_calls(crash_dir)[0]
+    assert distinct == archived_calls(runs / "whole")[0] == whole_billed
+    crash_billed = billed(provider) - start_billed
+    lost_per_kill = [b - a for a, b in zip([0, *unarchived], unarchived)]  # the calls in flight at each kill
+    assert all(0 <= x <= CONCURRENCY * len(VENDORS) for x in lost_per_kill), lost_per_kill
+    assert crash_billed <= distinct + sum(lost_per_kill), (crash_billed, distinct, lost_per_kill)
+    manifest = orjson.loads((crash_dir / "manifest.json").read_bytes())
+    assert len(manifest["resumes"]) == 5
