@@ -17,6 +17,7 @@ from ._deliberation import (
     unanimity_lift,
 )
 from ._scores import accuracy_against, group_scores, member_accuracy
+from ._selfpref import self_preference
 
 __all__ = [
     "CORRECT",
@@ -33,6 +34,7 @@ __all__ = [
     "group_scores",
     "member_accuracy",
     "member_flips",
+    "self_preference",
     "tally",
     "unanimity_lift",
 ]

@@ -40,6 +40,8 @@ def _grading_args(p: argparse.ArgumentParser, *, responses_required: bool) -> No
     p.add_argument("--quorum", type=int, help="valid votes needed for a consensus (default 3)")
     p.add_argument("--no-self-exclusion", action="store_true",
                    help="let a vendor's judge grade its own vendor's models (audits only; recorded in the manifest)")
+    p.add_argument("--shadow-self", action="store_true",
+                   help="self-preference audit: the excluded own-vendor judge also grades round one (never counted)")
     p.add_argument("--provider-url", help="send every vendor's calls to this OpenAI-compatible base URL (ending in /v1) "
                    "instead of starting the embedded provider")
     p.add_argument("--ray-address", help="join this Ray cluster instead of starting a local instance")
@@ -83,6 +85,8 @@ def council_config(args: argparse.Namespace) -> CouncilConfig:
     overrides: dict[str, Any] = {k: v for k, v in (("seed", args.seed), ("quorum", args.quorum)) if v is not None}
     if args.no_self_exclusion:
         overrides["self_exclusion"] = False
+    if args.shadow_self:
+        overrides["shadow_self"] = True
     if args.config:
         return CouncilConfig.from_file(args.config, **overrides)
     try:

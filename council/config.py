@@ -87,6 +87,7 @@ class CouncilConfig(_Frozen):
     )
     quorum: int = Field(default=3, ge=1)
     self_exclusion: bool = True
+    shadow_self: bool = False  # the excluded own-vendor member also grades round one: recorded, never counted
     seed: int = 0
     judge: JudgeParams = Field(default_factory=JudgeParams)
     rows_in_flight: int = Field(default=1024, ge=1)

@@ -62,11 +62,15 @@ class Coordinator:
     async def grade_row(self, row: ResponseRow) -> None:
         item = self.items[row.item_id]
         members = eligible_members(row, self.config.roster, self.config.self_exclusion)
+        shadows = [m for m in self.config.roster if m.vendor == row.vendor] if self.config.shadow_self else []
         if members:
             rubric = rubric_hash(item)
             body = round1_body(item, row)
-            first = await asyncio.gather(*(self._vote(m, row, 1, body, {}, rubric) for m in members))
-            round1 = {r.member: r for r in first}
+            first = await asyncio.gather(
+                *(self._vote(m, row, 1, body, {}, rubric) for m in members),
+                *(self._vote(m, row, 1, body, {}, rubric, shadow=True) for m in shadows),
+            )
+            round1 = {r.member: r for r in first if not r.shadow}  # a shadow vote is never shown to peers
             order = row_order(self.config.seed, row.row_id, [m.vendor for m in members])
             second = []
             for m in members:
@@ -79,7 +83,7 @@ class Coordinator:
             self._on_row_done(row)
 
     async def _vote(self, member: MemberSpec, row: ResponseRow, round_: int, body: str, letters: dict[str, str],
-                    rubric: str) -> JudgeCallRecord:
+                    rubric: str, *, shadow: bool = False) -> JudgeCallRecord:
         params = self.config.judge
         key = request_key(member.judge_model, round_, body, params.temperature, params.max_tokens)
         archived = self._archived.get((row.row_id, member.vendor, round_))
@@ -89,12 +93,15 @@ class Coordinator:
         reuse = self._reusable.get(key)
         if reuse is not None:
             source_run, record = reuse
-            copy = record.model_copy(update={"row_id": row.row_id, "peer_letters": letters, "reused_from": source_run})
+            copy = record.model_copy(update={"row_id": row.row_id, "peer_letters": letters, "reused_from": source_run,
+                                             "shadow": shadow})
             self._on_record(copy)
             self.served_from_archive += 1
             return copy
         task = JudgeTask(row.row_id, round_, body, letters, rubric_hash=rubric, request_key=key)
         self.issued += 1
         record = await self._pool.submit(member.vendor, task)
+        if shadow:
+            record = record.model_copy(update={"shadow": True})
         self._on_record(record)
         return record

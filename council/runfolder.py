@@ -23,6 +23,7 @@ MANIFEST = "manifest.json"
 ROWS = "rows.jsonl"
 ITEMS = "items.jsonl"
 ROUND_FILES = {1: "round1.jsonl", 2: "round2.jsonl"}
+SHADOW = "shadow.jsonl"
 VERDICTS = "verdicts.jsonl"
 SUMMARY = "summary.json"
 LOG = "log.jsonl"
@@ -39,7 +40,7 @@ def dump_line(obj: Any) -> bytes:
 class RunFolder:
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._appenders: dict[int, IO[bytes]] = {}
+        self._appenders: dict[str, IO[bytes]] = {}
 
     @classmethod
     def create(cls, runs_dir: Path, run_id: str) -> RunFolder:
@@ -77,10 +78,11 @@ class RunFolder:
             raise RunFolderError(f"{self.path / name}: {exc}") from exc
 
     def append(self, record: JudgeCallRecord) -> None:
-        """Append one judge-call record to its round file and flush it to the OS."""
-        handle = self._appenders.get(record.round)
+        """Append one judge-call record to its round file (shadow votes to their own) and flush it."""
+        name = SHADOW if record.shadow else ROUND_FILES[record.round]
+        handle = self._appenders.get(name)
         if handle is None:
-            handle = self._appenders[record.round] = open(self.path / ROUND_FILES[record.round], "ab")
+            handle = self._appenders[name] = open(self.path / name, "ab")
         handle.write(dump_line(record.model_dump(mode="json")))
         handle.flush()
 
@@ -91,7 +93,7 @@ class RunFolder:
 
     def drop_torn_tails(self) -> None:
         """Cut a torn last line (a crash mid-write) off the round files, so appending can go on."""
-        for name in ROUND_FILES.values():
+        for name in (*ROUND_FILES.values(), SHADOW):
             path = self.path / name
             if not path.is_file():
                 continue
@@ -102,6 +104,9 @@ class RunFolder:
 
     def read_records(self, round_: int) -> list[JudgeCallRecord]:
         return read_jsonl(self.path / ROUND_FILES[round_], JudgeCallRecord, missing_ok=True)
+
+    def read_shadow(self) -> list[JudgeCallRecord]:
+        return read_jsonl(self.path / SHADOW, JudgeCallRecord, missing_ok=True)
 
 
 def read_jsonl(path: Path, model: type[M], *, missing_ok: bool = False) -> list[M]:

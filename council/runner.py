@@ -130,7 +130,7 @@ async def resume_council(
     if responses_fingerprint(rows) != manifest.responses_fingerprint:
         raise RunFolderError(f"{folder.path / ROWS} does not match the fingerprint in its manifest")
     folder.drop_torn_tails()
-    records = folder.read_records(1) + folder.read_records(2)
+    records = folder.read_records(1) + folder.read_records(2) + folder.read_shadow()
     # An error is not a result: such votes are asked again, and the new record supersedes the old one.
     archived: dict[VoteKey, JudgeCallRecord] = {
         (r.row_id, r.member, r.round): r for r in records if r.parse_status != "error"}

@@ -124,6 +124,7 @@ class JudgeCallRecord(_Strict):
     batch_size: int = 1
     peer_letters: dict[str, str] = Field(default_factory=dict)
     reused_from: str | None = None
+    shadow: bool = False  # a --shadow-self vote of the row's own vendor: recorded, never counted
 
 
 class RowVerdict(_Strict):

@@ -2,8 +2,10 @@
 
 import pytest
 
+from council.arrays import build
+from council.runfolder import RunFolder
 from council.schema import JudgeCallRecord, MemberSpec, ResponseRow
-from council.scoring import build_votes, score
+from council.scoring import score
 from council.vendors import DEFAULT_ROSTER
 
 ROSTER = [MemberSpec(vendor=v, judge_model=m) for v, m in DEFAULT_ROSTER.items()]
@@ -16,7 +18,7 @@ def rec(row_id, member, round_, verdict):
                            judge_prompt_version="v", judge_prompt_hash="h", request_id="q")
 
 
-def test_ties_no_quorum_and_missing_votes():
+def test_ties_no_quorum_and_missing_votes(tmp_path):
     rows = [
         ResponseRow(item_id="a", model="openai/gpt-x", response="...", gold_verdict="correct"),  # 4 eligible
         ResponseRow(item_id="b", model="meta-llama/l", response="...", gold_verdict="incorrect"),  # 5 eligible
@@ -32,8 +34,13 @@ def test_ties_no_quorum_and_missing_votes():
     }
     records = [rec(r, m, k, v) for r, by_round in votes.items() for k, ms in by_round.items() for m, v in ms.items()]
     records.append(rec("a::openai/gpt-x", "openai", 1, "correct"))  # own vendor: ignored even if present
-    table = build_votes(rows, ROSTER, True, records)
-    verdicts, summary = score(table, 3, records, "t")
+    folder = RunFolder(tmp_path)
+    folder.write_lines("rows.jsonl", rows)
+    for r in records:
+        folder.append(r)
+    folder.close()
+    arrays = build(tmp_path, ROSTER, True, {"a": "p", "b": "p", "c": "q"})
+    verdicts, summary = score(arrays, 3, "t")
     a, b, c = verdicts
     assert a.members == ["anthropic", "google", "alibaba", "deepseek"]
     assert (a.consensus_round1, a.consensus) == ("incorrect", "correct") and a.flags == ["tie_round1"]

@@ -1,0 +1,148 @@
+"""Compact vote arrays built from a run folder by streaming its JSONL files.
+
+One pass over ``rows.jsonl`` and the round files yields everything the aggregator works on: a vote array
+(rows × members × rounds, int8, ``MISSING`` where a member was not eligible or gave no valid vote), the
+row-level index arrays (model, item, probe, gold, stated confidence), the shadow votes of the
+``--shadow-self`` audit, and the diagnostic counters. Records are read as plain JSON (no model validation
+per line), so millions of votes stream in seconds; a later record of the same vote supersedes an earlier.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+
+import aggregator as agg
+from council.errors import RunFolderError
+from council.schema import MemberSpec
+from council.vendors import vendor_of
+
+_CODE = {"correct": agg.CORRECT, "incorrect": agg.INCORRECT}
+
+
+@dataclass
+class Counters:
+    """Diagnostic counts gathered while streaming the round files."""
+
+    votes: int = 0
+    truncated: int = 0
+    empty_outputs: int = 0
+    unparseable: int = 0
+    errors: int = 0
+    reused: int = 0
+    reasked_requests: set[str] = field(default_factory=set)
+    member_votes: Counter[str] = field(default_factory=Counter)
+    member_failures: Counter[str] = field(default_factory=Counter)
+
+    def add(self, rec: dict[str, Any]) -> None:
+        status = rec.get("parse_status")
+        raws = rec.get("raw_outputs") or []
+        self.votes += 1
+        self.truncated += rec.get("finish_reason") == "length"
+        self.empty_outputs += status != "error" and any(not r for r in raws)
+        self.unparseable += status == "unparseable"
+        self.errors += status == "error"
+        self.reused += rec.get("reused_from") is not None
+        if len(raws) > 1:
+            self.reasked_requests.add(rec.get("request_id", ""))
+        self.member_votes[rec["member"]] += 1
+        self.member_failures[rec["member"]] += status in ("error", "unparseable")
+
+
+@dataclass
+class VoteArrays:
+    members: list[str]
+    row_ids: list[str]
+    models: list[str]  # model names; ``model`` indexes into it
+    items: list[str]  # item ids; ``item`` indexes into it
+    probes: list[str]  # probe names; ``probe_of_item`` indexes into it
+    votes: np.ndarray  # (R, M, 2) int8
+    eligible: np.ndarray  # (R, M) bool
+    model: np.ndarray  # (R,) int32
+    item: np.ndarray  # (R,) int32
+    probe_of_item: np.ndarray  # (n_items,) int32
+    gold: np.ndarray  # (R,) int8, MISSING where unknown
+    confidence: np.ndarray  # (R,) float64, NaN where not stated
+    vendor_of_row: list[str]
+    shadow: np.ndarray  # (R,) int8: the excluded own-vendor member's blind vote (never counted)
+    counters: Counters
+
+    @property
+    def model_vendors(self) -> list[str]:
+        return [vendor_of(m) for m in self.models]
+
+
+def build(folder: Path, roster: list[MemberSpec], self_exclusion: bool, probe_by_item: dict[str, str]) -> VoteArrays:
+    members = [m.vendor for m in roster]
+    member_index = {v: j for j, v in enumerate(members)}
+    row_ids: list[str] = []
+    vendors: list[str] = []
+    models: dict[str, int] = {}
+    items: dict[str, int] = {}
+    model_idx: list[int] = []
+    item_idx: list[int] = []
+    gold: list[int] = []
+    confidence: list[float] = []
+    for row in _stream(folder / "rows.jsonl"):
+        row_ids.append(row["row_id"])
+        vendors.append(row["vendor"])
+        model_idx.append(models.setdefault(row["model"], len(models)))
+        item_idx.append(items.setdefault(row["item_id"], len(items)))
+        gold.append(_CODE.get(row.get("gold_verdict"), agg.MISSING))
+        c = row.get("confidence")
+        confidence.append(np.nan if c is None else float(c))
+    n = len(row_ids)
+    row_index = {rid: i for i, rid in enumerate(row_ids)}
+    eligible = np.ones((n, len(members)), dtype=bool)
+    if self_exclusion:
+        vendor_col = np.array([member_index.get(v, -1) for v in vendors], dtype=np.int64)
+        own = vendor_col >= 0
+        eligible[np.flatnonzero(own), vendor_col[own]] = False
+    votes = np.full((n, len(members), 2), agg.MISSING, dtype=np.int8)
+    counters = Counters()
+    for round_ in (1, 2):
+        for rec in _stream(folder / f"round{round_}.jsonl", torn_ok=True):
+            counters.add(rec)
+            i, j = row_index.get(rec["row_id"]), member_index.get(rec["member"])
+            if i is not None and j is not None and eligible[i, j]:
+                votes[i, j, round_ - 1] = _CODE.get(rec.get("verdict"), agg.MISSING)
+    shadow = np.full(n, agg.MISSING, dtype=np.int8)
+    for rec in _stream(folder / "shadow.jsonl", torn_ok=True, missing_ok=True):
+        i = row_index.get(rec["row_id"])
+        if i is not None:
+            shadow[i] = _CODE.get(rec.get("verdict"), agg.MISSING)
+    probes: dict[str, int] = {}
+    probe_of_item = np.array([probes.setdefault(probe_by_item.get(it, "?"), len(probes)) for it in items],
+                             dtype=np.int32)
+    return VoteArrays(
+        members=members, row_ids=row_ids, models=list(models), items=list(items), probes=list(probes),
+        votes=votes, eligible=eligible, model=np.array(model_idx, dtype=np.int32),
+        item=np.array(item_idx, dtype=np.int32), probe_of_item=probe_of_item, gold=np.array(gold, dtype=np.int8),
+        confidence=np.array(confidence, dtype=np.float64), vendor_of_row=vendors, shadow=shadow, counters=counters,
+    )
+
+
+def _stream(path: Path, *, torn_ok: bool = False, missing_ok: bool = False):  # noqa: ANN202 - a generator
+    """Parsed JSON lines of ``path``; a torn last line is skipped where ``torn_ok``."""
+    try:
+        handle = open(path, "rb")
+    except FileNotFoundError:
+        if missing_ok or torn_ok:
+            return
+        raise RunFolderError(f"{path}: file not found") from None
+    with handle:
+        number = 0
+        for number, line in enumerate(handle, start=1):  # noqa: B007 - the number is used in errors
+            if not line.strip():
+                continue
+            try:
+                yield orjson.loads(line)
+            except orjson.JSONDecodeError as exc:
+                if torn_ok and not line.endswith(b"\n"):
+                    return  # a crash mid-write: the last line is torn
+                raise RunFolderError(f"{path}:{number}: {exc}") from exc
