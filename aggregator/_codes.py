@@ -13,11 +13,11 @@ MISSING = -1
 INCORRECT = 0
 CORRECT = 1
 
-_VALID_CODES = (MISSING, INCORRECT, CORRECT)
 
 
 def _check_codes(arr: np.ndarray, what: str) -> None:
-    if arr.size and not np.isin(arr, _VALID_CODES).all():
+    # Codes are consecutive (-1, 0, 1): a range check needs no temporary of the array's size.
+    if arr.size and (arr.min() < MISSING or arr.max() > CORRECT):
         raise ValueError(f"{what} may only contain the codes -1, 0 and 1")
 
 

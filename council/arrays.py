@@ -68,6 +68,7 @@ class VoteArrays:
     probe_of_item: np.ndarray  # (n_items,) int32
     gold: np.ndarray  # (R,) int8, MISSING where unknown
     confidence: np.ndarray  # (R,) float64, NaN where not stated
+    abstained: np.ndarray  # (R,) bool
     vendor_of_row: list[str]
     shadow: np.ndarray  # (R,) int8: the excluded own-vendor member's blind vote (never counted)
     counters: Counters
@@ -88,6 +89,7 @@ def build(folder: Path, roster: list[MemberSpec], self_exclusion: bool, probe_by
     item_idx: list[int] = []
     gold: list[int] = []
     confidence: list[float] = []
+    abstained: list[bool] = []
     for row in _stream(folder / "rows.jsonl"):
         row_ids.append(row["row_id"])
         vendors.append(row["vendor"])
@@ -96,6 +98,7 @@ def build(folder: Path, roster: list[MemberSpec], self_exclusion: bool, probe_by
         gold.append(_CODE.get(row.get("gold_verdict"), agg.MISSING))
         c = row.get("confidence")
         confidence.append(np.nan if c is None else float(c))
+        abstained.append(bool(row.get("abstained")))
     n = len(row_ids)
     row_index = {rid: i for i, rid in enumerate(row_ids)}
     eligible = np.ones((n, len(members)), dtype=bool)
@@ -123,7 +126,8 @@ def build(folder: Path, roster: list[MemberSpec], self_exclusion: bool, probe_by
         members=members, row_ids=row_ids, models=list(models), items=list(items), probes=list(probes),
         votes=votes, eligible=eligible, model=np.array(model_idx, dtype=np.int32),
         item=np.array(item_idx, dtype=np.int32), probe_of_item=probe_of_item, gold=np.array(gold, dtype=np.int8),
-        confidence=np.array(confidence, dtype=np.float64), vendor_of_row=vendors, shadow=shadow, counters=counters,
+        confidence=np.array(confidence, dtype=np.float64), abstained=np.array(abstained, dtype=bool),
+        vendor_of_row=vendors, shadow=shadow, counters=counters,
     )
 
 

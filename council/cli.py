@@ -188,18 +188,31 @@ def _print_warnings(summary: dict[str, Any]) -> None:
 
 def print_result(result: RunResult) -> None:
     s = result.summary
+    ci = s.get("uncertainty", {}).get("scores", {})
     table = Table(title=f"council run {s['run_id']}  ({s['rows']} rows, {result.seconds:.1f} s)")
     has_truth = "accuracy_vs_gold" in s
-    for col in ("model", "vendor", "rows", "round 1", "council", *(("truth",) if has_truth else ())):
-        table.add_column(col, justify="left" if col in ("model", "vendor") else "right")
+    for col in ("model", "rows", "round 1", "council", "95% CI", *(("truth",) if has_truth else ())):
+        table.add_column(col, justify="left" if col == "model" else "right", no_wrap=col != "model")
     ranked = sorted(s["models"].items(), key=lambda kv: -(kv[1]["score"] or 0.0))
     for model, m in ranked:
-        table.add_row(model, m["vendor"], str(m["rows"]), _pct(m["score_round1"]), _pct(m["score"]),
+        c = ci.get(model, {})
+        table.add_row(model, str(m["rows"]), _pct(m["score_round1"]), _pct(m["score"]),
+                      f"{_pct(c.get('ci_low'))}-{_pct(c.get('ci_high'))}" if c else "-",
                       *((_pct(m.get("true_score")),) if has_truth else ()))
     out.print(table)
-    metrics = Table(title="deliberation", show_header=False)
+    _print_rules(s.get("grader_rules"))
+    metrics = Table(title="deliberation and agreement", show_header=False)
+    unc = s.get("uncertainty", {})
     for key in ("deliberation_impact", "agreement_lift", "consensus_flip_rate", "unanimity_lift"):
-        metrics.add_row(key, _num(s.get(key)))
+        band = unc.get(key)
+        metrics.add_row(key, _num(s.get(key)) + (f"  [{_num(band['ci_low'])}, {_num(band['ci_high'])}]" if band else ""))
+    for round_, a in s.get("agreement", {}).items():
+        metrics.add_row(f"{round_}: Fleiss kappa / Krippendorff alpha",
+                        f"{_num(a['fleiss_kappa'])} / {_num(a['krippendorff_alpha'])}")
+    herding = s.get("herding")
+    if herding:
+        metrics.add_row("flips conforming to peers' majority", _pct(herding["conformity_share_overall"]))
+        metrics.add_row("agreement_lift from weak majorities", _num(herding["agreement_lift_weak"]))
     for key, value in s["flags"].items():
         metrics.add_row(f"rows flagged {key}", str(value))
     if has_truth:
@@ -208,9 +221,25 @@ def print_result(result: RunResult) -> None:
         metrics.add_row("accuracy vs truth: round one", _pct(acc["round1"]))
         for member, value in acc["members_round1"].items():
             metrics.add_row(f"accuracy vs truth: {member} alone", _pct(value))
+        eff = s.get("reliability_vs_truth", {}).get("effective_judges")
+        metrics.add_row("effective independent judges", _num(eff))
     out.print(metrics)
     _print_warnings(s)
     out.print(f"run folder: {result.run_dir}")
+
+
+def _print_rules(rules: dict[str, Any] | None) -> None:
+    """The grader-rule table: how the leaderboard moves under other grading rules."""
+    if not rules:
+        return
+    table = Table(title="grader-rule sensitivity (vs council)")
+    for col in ("rule", "top model", "Kendall tau", "max score change"):
+        table.add_column(col, justify="left" if col in ("rule", "top model") else "right", no_wrap=col == "rule")
+    for rule in rules["rules"]:
+        change = rules["max_abs_change_vs_council"].get(rule)
+        table.add_row(rule, rules["top_model"].get(rule) or "-", _num(rules["kendall_tau_vs_council"].get(rule)),
+                      "-" if change is None else f"{100 * change:.1f} pts")
+    out.print(table)
 
 
 def _pct(x: Any) -> str:

@@ -91,6 +91,8 @@ class CouncilConfig(_Frozen):
     seed: int = 0
     judge: JudgeParams = Field(default_factory=JudgeParams)
     rows_in_flight: int = Field(default=1024, ge=1)
+    bootstrap_resamples: int = Field(default=1000, ge=10)
+    selective_penalty: float = Field(default=1.0, ge=0.0)  # a wrong answer's cost in the selective score
     vendors: dict[str, VendorSettings] = Field(default_factory=dict)
 
     def settings(self, vendor: str) -> VendorSettings:

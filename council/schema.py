@@ -53,7 +53,8 @@ class ResponseRow(_Strict):
     vendor: str = ""
     response: str
     gold_verdict: Verdict | None = None
-    confidence: float | None = Field(default=None, ge=0.0, le=1.0)
+    confidence: float | None = Field(default=None, ge=0.0, le=1.0)  # stated P(own answer correct)
+    abstained: bool = False
 
     _not_blank = field_validator("item_id", "model")(_non_blank)
 

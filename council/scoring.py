@@ -20,7 +20,8 @@ _WORD = {agg.CORRECT: "correct", agg.INCORRECT: "incorrect"}
 WARN_RATE = 0.02  # a diagnostic above this share of votes (or rows) is printed as a warning
 
 
-def score(a: VoteArrays, quorum: int, run_id: str) -> tuple[list[RowVerdict], dict[str, Any]]:
+def score(a: VoteArrays, quorum: int, run_id: str, *, seed: int = 0, resamples: int = 1000,
+          penalty: float = 1.0) -> tuple[list[RowVerdict], dict[str, Any]]:
     cons = agg.consensus(a.votes, quorum=quorum)
     verdicts = [_row_verdict(i, a, cons) for i in range(len(a.row_ids))]
     n_models = len(a.models)
@@ -52,7 +53,55 @@ def score(a: VoteArrays, quorum: int, run_id: str) -> tuple[list[RowVerdict], di
         }
     if (a.shadow != agg.MISSING).any():
         summary["self_preference"] = _self_preference(a, cons.verdict[:, 1])
+    summary.update(statistics(a, cons, quorum, seed=seed, resamples=resamples, penalty=penalty))
     return verdicts, summary
+
+
+def statistics(a: VoteArrays, cons: agg.Consensus, quorum: int, *, seed: int, resamples: int,
+               penalty: float) -> dict[str, Any]:
+    """Agreement, reliability against truth, herding, grader-rule sensitivity, uncertainty, calibration."""
+    out: dict[str, Any] = {
+        "agreement": agg.agreement_summary(a.votes, a.members),
+        "herding": agg.herding_summary(a.votes, a.members),
+        "grader_rules": agg.sensitivity_summary(a.votes, a.model, a.models, a.members, quorum=quorum),
+        "uncertainty": _uncertainty(a, cons, seed=seed, resamples=resamples),
+    }
+    truth = agg.truth_summary(a.votes, cons.verdict, a.gold, a.members)
+    if truth is not None:
+        out["reliability_vs_truth"] = truth
+    if not np.isnan(a.confidence).all():
+        out["calibration"] = agg.calibration_summary(
+            a.confidence, cons.verdict[:, 1], a.abstained, a.model, a.models, penalty=penalty)
+    return out
+
+
+def _uncertainty(a: VoteArrays, cons: agg.Consensus, *, seed: int, resamples: int) -> dict[str, Any]:
+    """Percentile bootstrap over items, paired across models: scores overall and per probe, and the
+    deliberation metrics (as ratios of per-item sums)."""
+    n_items = len(a.items)
+    S, C = agg.score_matrix(a.item, a.model, cons.verdict[:, 1].astype(np.float64), n_items, len(a.models))
+    kw = {"n_resamples": resamples, "seed": seed}
+    overall = agg.bootstrap_summary(agg.bootstrap_scores(S, C, **kw), a.models)
+    by_probe = agg.bootstrap_by_group(S, C, a.probe_of_item, len(a.probes), **kw)
+    valid = a.votes != agg.MISSING
+    both = valid[:, :, 0] & valid[:, :, 1]
+    changed = (both & (a.votes[:, :, 0] != a.votes[:, :, 1])).any(axis=1)
+    eligible = both.any(axis=1)
+    agreement = agg.agreement(a.votes)
+    lifted = ~np.isnan(agreement).any(axis=1)
+    lift = np.where(lifted, agreement[:, 1] - agreement[:, 0], 0.0)
+
+    def ratio(num: np.ndarray, den: np.ndarray) -> dict[str, float | None]:
+        point, low, high = agg.bootstrap_ratio(np.bincount(a.item, weights=num, minlength=n_items),
+                                               np.bincount(a.item, weights=den, minlength=n_items), **kw)
+        return {"value": _num(point), "ci_low": _num(low), "ci_high": _num(high)}
+
+    return {
+        "scores": overall,
+        "by_probe": {p: agg.bootstrap_summary(r, a.models) for p, r in zip(a.probes, by_probe, strict=True)},
+        "deliberation_impact": ratio(changed.astype(np.float64), eligible.astype(np.float64)),
+        "agreement_lift": ratio(lift, lifted.astype(np.float64)),
+    }
 
 
 def _self_preference(a: VoteArrays, council: np.ndarray) -> dict[str, Any]:
@@ -117,7 +166,10 @@ def load_arrays(folder: RunFolder) -> tuple[RunManifest, VoteArrays]:
 def rescore(folder: RunFolder) -> dict[str, Any]:
     """Rebuild ``verdicts.jsonl`` and ``summary.json`` from the archived rows and judge-call records."""
     manifest, arrays = load_arrays(folder)
-    verdicts, summary = score(arrays, manifest.quorum, manifest.run_id)
+    config = manifest.config
+    verdicts, summary = score(arrays, manifest.quorum, manifest.run_id, seed=manifest.seed,
+                              resamples=config.get("bootstrap_resamples", 1000),
+                              penalty=config.get("selective_penalty", 1.0))
     folder.write_lines(VERDICTS, verdicts)
     folder.write_json(SUMMARY, summary)
     return summary

@@ -1,0 +1,191 @@
+"""Tests for reliability against gold: hand-worked examples and statsmodels / numpy oracles."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from statsmodels.stats.inter_rater import cohens_kappa
+
+from aggregator._truth import (
+    effective_judges,
+    error_correlation,
+    kappa_against,
+    truth_summary,
+)
+
+_ = -1
+
+
+def test_kappa_against_hand_worked():
+    # Rows where both known: 0..5 (row 6 has no prediction, row 7 no gold).
+    #   pred 1 1 0 0 1 0     gold 1 0 0 0 1 1
+    # table [pred][gold] (0 = incorrect, 1 = correct): [[2, 1], [1, 2]]
+    # p_o = 4/6, p_e = 0.5 * 0.5 + 0.5 * 0.5 = 0.5, kappa = (2/3 - 1/2) / (1/2) = 1/3.
+    pred = np.array([1, 1, 0, 0, 1, 0, _, 1], dtype=np.int8)
+    gold = np.array([1, 0, 0, 0, 1, 1, 1, _], dtype=np.int8)
+    assert kappa_against(pred, gold) == pytest.approx(1 / 3, abs=1e-12)
+    ref = cohens_kappa(np.array([[2, 1], [1, 2]]), return_results=False)
+    assert abs(kappa_against(pred, gold) - ref) < 1e-12
+
+
+def test_kappa_against_undefined():
+    assert math.isnan(kappa_against(np.array([_, 1]), np.array([1, _])))
+    assert math.isnan(kappa_against(np.array([1, 1]), np.array([1, 1])))
+    assert kappa_against(np.array([1, 0]), np.array([1, 0])) == 1.0
+
+
+def test_kappa_against_vs_statsmodels_random():
+    rng = np.random.default_rng(3)
+    gold = rng.integers(0, 2, 3000).astype(np.int8)
+    pred = np.where(rng.random(3000) < 0.8, gold, 1 - gold).astype(np.int8)
+    pred[rng.random(3000) < 0.15] = -1
+    gold[rng.random(3000) < 0.1] = -1
+    both = (pred != -1) & (gold != -1)
+    table = np.zeros((2, 2))
+    np.add.at(table, (pred[both], gold[both]), 1)
+    ref = cohens_kappa(table, return_results=False)
+    assert abs(kappa_against(pred, gold) - ref) < 1e-12
+
+
+def _random_votes(rng, rows, members, missing):
+    gold = rng.integers(0, 2, rows).astype(np.int8)
+    shared = rng.random(rows) < 0.1  # rows every member tends to get wrong
+    own = rng.random((rows, members)) < 0.15
+    err = own | (shared[:, None] & (rng.random((rows, members)) < 0.7))
+    v = np.where(err, 1 - gold[:, None], gold[:, None]).astype(np.int8)
+    v[rng.random((rows, members)) < missing] = -1
+    gold[rng.random(rows) < 0.1] = -1
+    return v, gold
+
+
+def test_error_correlation_vs_corrcoef():
+    rng = np.random.default_rng(11)
+    v, gold = _random_votes(rng, 4000, 5, 0.2)
+    corr = error_correlation(v, gold)
+    np.testing.assert_array_equal(corr, corr.T)
+    np.testing.assert_allclose(np.diag(corr), 1.0)
+    for i, j in itertools.combinations(range(5), 2):
+        rows = (v[:, i] != -1) & (v[:, j] != -1) & (gold != -1)
+        ei = (v[rows, i] != gold[rows]).astype(float)
+        ej = (v[rows, j] != gold[rows]).astype(float)
+        assert abs(corr[i, j] - np.corrcoef(ei, ej)[0, 1]) < 1e-12
+    assert np.nanmean(corr[np.triu_indices(5, 1)]) > 0.1
+
+
+def test_error_correlation_zero_variance_is_nan():
+    gold = np.array([1, 0, 1, 0], dtype=np.int8)
+    v = np.array([[1, 0], [0, 0], [1, 1], [0, 0]], dtype=np.int8)  # member 0 never errs
+    corr = error_correlation(v, gold)
+    assert math.isnan(corr[0, 1]) and math.isnan(corr[0, 0])
+    assert corr[1, 1] == 1.0
+
+
+def test_effective_judges_independent_errors_close_to_m():
+    rng = np.random.default_rng(5)
+    rows, m = 20000, 5
+    gold = rng.integers(0, 2, rows).astype(np.int8)
+    err = rng.random((rows, m)) < 0.2
+    v = np.where(err, 1 - gold[:, None], gold[:, None]).astype(np.int8)
+    assert abs(effective_judges(v, gold) - m) < 0.5
+
+
+def test_effective_judges_identical_errors_is_one():
+    rng = np.random.default_rng(6)
+    rows, m = 5000, 5
+    gold = rng.integers(0, 2, rows).astype(np.int8)
+    err = rng.random(rows) < 0.2
+    v = np.repeat(np.where(err, 1 - gold, gold)[:, None], m, axis=1).astype(np.int8)
+    assert effective_judges(v, gold) == pytest.approx(1.0, abs=1e-12)
+
+
+def test_effective_judges_formula():
+    rng = np.random.default_rng(8)
+    v, gold = _random_votes(rng, 3000, 4, 0.1)
+    corr = error_correlation(v, gold)
+    rho = np.nanmean(corr[np.triu_indices(4, 1)])
+    assert effective_judges(v, gold) == pytest.approx(4 / (1 + 3 * rho), abs=1e-12)
+
+
+def test_truth_summary_hand_worked():
+    # 4 rows, 2 members; gold unknown on row 3.
+    gold = np.array([1, 0, 1, _], dtype=np.int8)
+    r1 = np.array([[1, 1], [1, 0], [_, 1], [0, 0]], dtype=np.int8)
+    r2 = np.array([[1, 1], [0, 0], [1, 1], [0, 0]], dtype=np.int8)
+    votes = np.stack([r1, r2], axis=2)
+    verdict = np.array([[1, 1], [0, 0], [0, 1], [0, 0]], dtype=np.int8)
+    out = truth_summary(votes, verdict, gold, ["a", "b"])
+    assert out["rows_with_gold"] == 3
+    # a, round one: valid votes with gold on rows 0, 1 -> 1 right of 2.
+    # a always says "correct" there: p_o = 1/2, p_e = 1 * 1/2 = 1/2, kappa = 0.
+    assert out["members"]["a"]["accuracy_round1"] == 0.5
+    assert out["members"]["a"]["kappa_round1"] == 0.0
+    # a, round two and b in both rounds are perfect.
+    assert out["members"]["a"]["accuracy_round2"] == 1.0
+    assert out["members"]["a"]["kappa_round2"] == 1.0
+    assert out["members"]["b"] == {
+        "accuracy_round1": 1.0,
+        "accuracy_round2": 1.0,
+        "kappa_round1": 1.0,
+        "kappa_round2": 1.0,
+    }
+    # Consensus round one right on rows 0, 1 but not 2: 2/3; table [[1, 1], [0, 1]]:
+    # p_o = 2/3, p_e = (2/3 * 1/3) + (1/3 * 2/3) = 4/9, kappa = (2/9) / (5/9) = 0.4.
+    assert out["consensus"]["accuracy_round1"] == round(2 / 3, 6)
+    assert out["consensus"]["kappa_round1"] == 0.4
+    assert out["consensus"]["accuracy_round2"] == 1.0
+    assert out["consensus"]["kappa_round2"] == 1.0
+    # Round two: nobody errs -> correlations undefined.
+    assert out["error_correlation"] == {"a|b": None}
+    assert out["mean_error_correlation"] is None
+    assert out["effective_judges"] is None
+
+
+def test_truth_summary_random_matches_functions():
+    rng = np.random.default_rng(12)
+    v1, gold = _random_votes(rng, 2000, 3, 0.1)
+    v2, _gold = _random_votes(rng, 2000, 3, 0.1)
+    votes = np.stack([v1, v2], axis=2)
+    verdict = (rng.random((2000, 2)) < 0.5).astype(np.int8)
+    members = ["x", "y", "z"]
+    out = truth_summary(votes, verdict, gold, members)
+    known = gold != -1
+    assert out["rows_with_gold"] == int(known.sum())
+    for j, name in enumerate(members):
+        for k in range(2):
+            vk = votes[:, j, k]
+            scored = known & (vk != -1)
+            acc = float(np.mean(vk[scored] == gold[scored]))
+            assert out["members"][name][f"accuracy_round{k + 1}"] == round(acc, 6)
+            assert out["members"][name][f"kappa_round{k + 1}"] == round(kappa_against(vk, gold), 6)
+    for k in range(2):
+        acc = float(np.mean(verdict[known, k] == gold[known]))
+        assert out["consensus"][f"accuracy_round{k + 1}"] == round(acc, 6)
+    corr = error_correlation(v2, gold)
+    assert out["error_correlation"] == {
+        "x|y": round(corr[0, 1], 6),
+        "x|z": round(corr[0, 2], 6),
+        "y|z": round(corr[1, 2], 6),
+    }
+    assert out["effective_judges"] == round(effective_judges(v2, gold), 6)
+
+
+def test_truth_summary_without_gold_is_none():
+    votes = np.ones((3, 2, 2), dtype=np.int8)
+    verdict = np.ones((3, 2), dtype=np.int8)
+    assert truth_summary(votes, verdict, np.full(3, -1, dtype=np.int8), ["a", "b"]) is None
+
+
+def test_truth_summary_validation():
+    votes = np.ones((3, 2, 2), dtype=np.int8)
+    gold = np.ones(3, dtype=np.int8)
+    with pytest.raises(ValueError):
+        truth_summary(votes, np.ones((3, 1), dtype=np.int8), gold, ["a", "b"])
+    with pytest.raises(ValueError):
+        truth_summary(votes, np.full((3, 2), 2, dtype=np.int8), gold, ["a", "b"])
+    with pytest.raises(ValueError):
+        truth_summary(votes, np.ones((3, 2), dtype=np.int8), gold[:2], ["a", "b"])
+    with pytest.raises(ValueError):
+        truth_summary(votes, np.ones((3, 2), dtype=np.int8), gold, ["a"])
