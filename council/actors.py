@@ -70,3 +70,22 @@ class JudgeActor:
 
     async def close(self) -> None:
         await self._judge.close()
+
+
+@ray.remote
+class ElicitorActor:
+    """A vendor's elicitor; its limiter draws on the same quota actor as the vendor's judge."""
+
+    def __init__(self, vendor: str, endpoint: Endpoint, settings: VendorSettings, max_tokens: int,
+                 prices: dict[str, tuple[float, float]], seed: int) -> None:
+        from elicitor import Elicitor
+
+        limiter = Limiter(RayLedger(vendor), f"elicitor:{vendor}:{os.getpid()}", concurrency=settings.concurrency,
+                          seed=seed)
+        self._elicitor = Elicitor(endpoint, limiter, max_tokens=max_tokens, prices=prices, seed=seed)
+
+    async def elicit_batch(self, tasks: list) -> list:
+        return await self._elicitor.elicit_batch(tasks)
+
+    async def close(self) -> None:
+        await self._elicitor.close()

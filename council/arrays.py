@@ -35,6 +35,7 @@ class Counters:
     unparseable: int = 0
     errors: int = 0
     reused: int = 0
+    cost_usd: float = 0.0
     reasked_requests: set[str] = field(default_factory=set)
     member_votes: Counter[str] = field(default_factory=Counter)
     member_failures: Counter[str] = field(default_factory=Counter)
@@ -48,6 +49,8 @@ class Counters:
         self.unparseable += status == "unparseable"
         self.errors += status == "error"
         self.reused += rec.get("reused_from") is not None
+        if rec.get("reused_from") is None:
+            self.cost_usd += rec.get("cost_usd") or 0.0
         if len(raws) > 1:
             self.reasked_requests.add(rec.get("request_id", ""))
         self.member_votes[rec["member"]] += 1
@@ -116,6 +119,7 @@ def build(folder: Path, roster: list[MemberSpec], self_exclusion: bool, probe_by
                 votes[i, j, round_ - 1] = _CODE.get(rec.get("verdict"), agg.MISSING)
     shadow = np.full(n, agg.MISSING, dtype=np.int8)
     for rec in _stream(folder / "shadow.jsonl", torn_ok=True, missing_ok=True):
+        counters.cost_usd += rec.get("cost_usd") or 0.0
         i = row_index.get(rec["row_id"])
         if i is not None:
             shadow[i] = _CODE.get(rec.get("verdict"), agg.MISSING)

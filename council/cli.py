@@ -15,7 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 import bank
-from council import loadtest
+from council import importers, loadtest
 from council.config import CouncilConfig
 from council.errors import ConfigError, CouncilError
 from council.runner import BACKENDS, RunRequest, RunResult, resume_council, run_council
@@ -46,6 +46,8 @@ def _grading_args(p: argparse.ArgumentParser, *, responses_required: bool) -> No
                    "instead of starting the embedded provider")
     p.add_argument("--ray-address", help="join this Ray cluster instead of starting a local instance")
     p.add_argument("--sim-config", type=Path, help="JSON behaviour file for the embedded provider")
+    p.add_argument("--budget-usd", type=float, help="stop issuing calls before projected spend would exceed this; "
+                   "the run stays resumable with a larger budget")
     p.add_argument("--reuse-from", action="append", default=[], metavar="RUN_ID",
                    help="serve votes whose request is archived in this earlier run from its archive (repeatable)")
 
@@ -56,10 +58,14 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="grade a benchmark run with the council (default: the shipped sample)")
     _grading_args(run, responses_required=False)
     run.add_argument("--resume", metavar="RUN_ID", help="continue this run from its archive (after a crash or a stop)")
-    grade = sub.add_parser("grade", help="grade any responses file")
+    run.add_argument("--models", help="comma-separated models under test to ask every bank item (predict-then-answer) "
+                     "instead of grading a responses file")
+    grade = sub.add_parser("grade", help="grade any responses file, ours or another benchmark's")
     _grading_args(grade, responses_required=True)
+    importers.add_arguments(grade)
     est = sub.add_parser("estimate", help="requests, tokens, cost and the quota-bound time T* of a run, no calls made")
     _grading_args(est, responses_required=False)
+    est.add_argument("--models", help="comma-separated models under test (estimate elicitation too)")
     est.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     loadtest.add_parser(sub)
     rescore = sub.add_parser("rescore", help="rebuild verdicts.jsonl and summary.json from a run's archive")
@@ -82,7 +88,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def council_config(args: argparse.Namespace) -> CouncilConfig:
     """The config file (if any) with the command-line flags that were given on top."""
-    overrides: dict[str, Any] = {k: v for k, v in (("seed", args.seed), ("quorum", args.quorum)) if v is not None}
+    overrides: dict[str, Any] = {k: v for k, v in (("seed", args.seed), ("quorum", args.quorum),
+                                                   ("budget_usd", args.budget_usd)) if v is not None}
     if args.no_self_exclusion:
         overrides["self_exclusion"] = False
     if args.shadow_self:
@@ -95,12 +102,17 @@ def council_config(args: argparse.Namespace) -> CouncilConfig:
         raise ConfigError(str(exc)) from exc
 
 
+def _models(args: argparse.Namespace) -> list[str]:
+    return [m.strip() for m in (getattr(args, "models", None) or "").split(",") if m.strip()]
+
+
 def _estimate(args: argparse.Namespace) -> int:
     from council.estimate import estimate
 
     items = bank.load_bank(args.bank)
-    rows = bank.load_responses(args.responses, items)
-    est = estimate(council_config(args), {i.id: i for i in items}, rows)
+    models = _models(args)
+    rows = [] if models else bank.load_responses(args.responses, items)
+    est = estimate(council_config(args), {i.id: i for i in items}, rows, models)
     if args.json:
         out.print_json(data=est.as_dict())
         return 0
@@ -121,11 +133,20 @@ def _estimate(args: argparse.Namespace) -> int:
 def _grade(args: argparse.Namespace) -> int:
     command = " ".join(["council", *sys.argv[1:]])
     resume = getattr(args, "resume", None)
+    imported = None
+    if args.command == "grade":
+        result = importers.load_from_args(args, bank.load_bank(args.bank))
+        for problem in result.problems[:20]:
+            console.print(f"[yellow]skipped:[/yellow] {escape(problem)}", highlight=False, soft_wrap=True)
+        if len(result.problems) > 20:
+            console.print(f"[yellow]... and {len(result.problems) - 20} more problems[/yellow]")
+        imported = result.rows
     if resume is None:
         req = RunRequest(
             bank=args.bank, responses=args.responses, runs_dir=args.runs_dir, run_id=args.run_id,
             backend=args.backend, provider_url=args.provider_url, ray_address=args.ray_address,
             config=council_config(args), sim_config=args.sim_config, reuse_from=args.reuse_from, command=command,
+            models=_models(args), rows=imported,
         )
     with Progress(
         TextColumn("[bold]grading"), BarColumn(), MofNCompleteColumn(), TextColumn("rows"), TimeElapsedColumn(),
@@ -139,8 +160,13 @@ def _grade(args: argparse.Namespace) -> int:
         else:
             result = asyncio.run(resume_council(
                 args.runs_dir, resume, backend=args.backend, provider_url=args.provider_url,
-                ray_address=args.ray_address, command=command, **hooks))
+                ray_address=args.ray_address, budget_usd=args.budget_usd, command=command, **hooks))
     print_result(result)
+    if result.stopped_by_budget:
+        console.print(f"[yellow]stopped by the budget[/yellow] (${result.budget.spent_usd:.4f} spent); everything "
+                      f"is archived: continue with `council run --resume {result.run_dir.name} --budget-usd LARGER`",
+                      highlight=False)
+        return 3
     return 0
 
 
@@ -201,6 +227,7 @@ def print_result(result: RunResult) -> None:
                       *((_pct(m.get("true_score")),) if has_truth else ()))
     out.print(table)
     _print_rules(s.get("grader_rules"))
+    _print_elicitation(s)
     metrics = Table(title="deliberation and agreement", show_header=False)
     unc = s.get("uncertainty", {})
     for key in ("deliberation_impact", "agreement_lift", "consensus_flip_rate", "unanimity_lift"):
@@ -226,6 +253,21 @@ def print_result(result: RunResult) -> None:
     out.print(metrics)
     _print_warnings(s)
     out.print(f"run folder: {result.run_dir}")
+
+
+def _print_elicitation(s: dict[str, Any]) -> None:
+    """Per model under test: what was asked and graded, truncation, and calibration against the council."""
+    el, cal = s.get("elicitation"), s.get("calibration", {})
+    if not el:
+        return
+    table = Table(title="models under test")
+    for col in ("model", "asked", "graded", "truncated", "abstained", "Brier", "ECE", "selective"):
+        table.add_column(col, justify="left" if col == "model" else "right", no_wrap=col != "model")
+    for model, e in el.items():
+        c = cal.get(model, {})
+        table.add_row(model, str(e["asked"]), str(e["graded"]), str(e["truncated"]), str(e["abstained"]),
+                      _num(c.get("brier")), _num(c.get("ece")), _num(c.get("selective")))
+    out.print(table)
 
 
 def _print_rules(rules: dict[str, Any] | None) -> None:

@@ -91,12 +91,22 @@ class CouncilConfig(_Frozen):
     seed: int = 0
     judge: JudgeParams = Field(default_factory=JudgeParams)
     rows_in_flight: int = Field(default=1024, ge=1)
+    model_prices: dict[str, tuple[float, float]] = Field(default_factory=dict)  # model -> USD per M tokens in/out
+    elicit_max_tokens: int = Field(default=512, ge=16)
+    budget_usd: float | None = Field(default=None, gt=0)
     bootstrap_resamples: int = Field(default=1000, ge=10)
     selective_penalty: float = Field(default=1.0, ge=0.0)  # a wrong answer's cost in the selective score
     vendors: dict[str, VendorSettings] = Field(default_factory=dict)
 
     def settings(self, vendor: str) -> VendorSettings:
         return self.vendors.get(vendor) or VendorSettings()
+
+    def price_for(self, model: str, vendor: str) -> tuple[float, float]:
+        """USD per million input and output tokens: the model's own price, else its vendor's."""
+        if model in self.model_prices:
+            return self.model_prices[model]
+        s = self.settings(vendor)
+        return s.price_in_per_mtok, s.price_out_per_mtok
 
     @classmethod
     def from_file(cls, path: Path, **overrides: Any) -> CouncilConfig:

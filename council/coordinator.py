@@ -14,12 +14,16 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterable, Iterator
 
+from council.budget import Budget, BudgetExhausted
 from council.config import CouncilConfig
 from council.judge import JudgeTask
 from council.pools import JudgePool
-from council.prompts import request_key, round1_body, round2_body, rubric_hash, scrubber
+from council.prompts import request_key, round1_body, round2_body, rubric_hash, scrubber, single_messages
 from council.protocol import eligible_members, peers_for, row_order
-from council.schema import BankItem, JudgeCallRecord, MemberSpec, ResponseRow
+from council.quota import estimate_tokens
+from council.schema import BankItem, ElicitedRecord, JudgeCallRecord, MemberSpec, ResponseRow
+from council.vendors import vendor_of
+from elicitor.prompts import elicit_messages
 
 VoteKey = tuple[str, str, int]  # (row_id, member, round)
 
@@ -36,6 +40,9 @@ class Coordinator:
         extra_names: Iterable[str] = (),
         archived: dict[VoteKey, JudgeCallRecord] | None = None,
         reusable: dict[str, tuple[str, JudgeCallRecord]] | None = None,
+        budget: Budget | None = None,
+        on_elicited: Callable[[ElicitedRecord], None] | None = None,
+        archived_elicited: dict[str, ElicitedRecord] | None = None,
     ) -> None:
         self.config = config
         self.items = items
@@ -44,20 +51,64 @@ class Coordinator:
         self._on_row_done = on_row_done
         self._archived = archived or {}
         self._reusable = reusable or {}
+        self.budget = budget or Budget(None)
+        self._on_elicited = on_elicited
+        self._archived_elicited = archived_elicited or {}
+        self.elicited: list[ElicitedRecord] = []
         names = [*config.roster_vendors, *(m.judge_model for m in config.roster), *extra_names]
         self._scrub = scrubber(names)
         self.issued = 0
         self.served_from_archive = 0
 
     async def run(self, rows: Iterable[ResponseRow]) -> None:
-        """Grade every row; at most ``config.rows_in_flight`` rows are in progress at once."""
-        source: Iterator[ResponseRow] = iter(rows)
+        """Grade every row; at most ``config.rows_in_flight`` rows are in progress at once. A budget that
+        runs out stops new rows; the votes in flight finish and are archived."""
+        await self._work(iter(rows), self.grade_row)
 
-        async def worker() -> None:
-            for row in source:  # workers share one iterator: each row is taken exactly once
+    async def run_elicited(self, tasks: Iterable) -> list[ResponseRow]:  # noqa: ANN001 - ElicitTasks
+        """Ask the models under test, then grade each answer as soon as it arrives (no barrier between
+        elicitation and grading). Answers that were truncated or empty are archived, never graded."""
+        rows: dict[str, ResponseRow] = {}
+
+        async def one(task) -> None:  # noqa: ANN001
+            record = self._archived_elicited.get(task.row_id)
+            if record is None or record.error is not None:
+                record = await self._elicit(task)
+            self.elicited.append(record)
+            if record.gradable:
+                row = ResponseRow(row_id=record.row_id, item_id=record.item_id, model=record.model,
+                                  response=record.answer or "", confidence=record.confidence,
+                                  abstained=record.abstained)
+                rows[row.row_id] = row
                 await self.grade_row(row)
 
+        order = [t.row_id for t in tasks]
+        await self._work(iter(tasks), one)
+        return [rows[r] for r in order if r in rows]
+
+    async def _work(self, source: Iterator, handle: Callable) -> None:
+        async def worker() -> None:
+            for thing in source:  # workers share one iterator: each is taken exactly once
+                if self.budget.exhausted:
+                    return
+                try:
+                    await handle(thing)
+                except BudgetExhausted:
+                    return
+
         await asyncio.gather(*(worker() for _ in range(self.config.rows_in_flight)))
+
+    async def _elicit(self, task) -> ElicitedRecord:  # noqa: ANN001
+        vendor = vendor_of(task.model)
+        price_in, price_out = self.config.price_for(task.model, vendor)
+        projected = _cost(estimate_tokens(elicit_messages(task.prompt), 0), self.config.elicit_max_tokens,
+                          price_in, price_out)
+        await self.budget.reserve(projected)
+        record = await self._pool.elicit(vendor, task)
+        await self.budget.settle(projected, record.cost_usd)
+        if self._on_elicited is not None:
+            self._on_elicited(record)
+        return record
 
     async def grade_row(self, row: ResponseRow) -> None:
         item = self.items[row.item_id]
@@ -66,10 +117,11 @@ class Coordinator:
         if members:
             rubric = rubric_hash(item)
             body = round1_body(item, row)
-            first = await asyncio.gather(
+            first = _settled(await asyncio.gather(
                 *(self._vote(m, row, 1, body, {}, rubric) for m in members),
                 *(self._vote(m, row, 1, body, {}, rubric, shadow=True) for m in shadows),
-            )
+                return_exceptions=True,
+            ))
             round1 = {r.member: r for r in first if not r.shadow}  # a shadow vote is never shown to peers
             order = row_order(self.config.seed, row.row_id, [m.vendor for m in members])
             second = []
@@ -78,7 +130,7 @@ class Coordinator:
                 peers, letters = peers_for(m.vendor, order, round1, self._scrub)
                 body2 = round2_body(item, row, own.verdict, own.reason, peers)
                 second.append(self._vote(m, row, 2, body2, letters, rubric))
-            await asyncio.gather(*second)
+            _settled(await asyncio.gather(*second, return_exceptions=True))
         if self._on_row_done is not None:
             self._on_row_done(row)
 
@@ -99,9 +151,29 @@ class Coordinator:
             self.served_from_archive += 1
             return copy
         task = JudgeTask(row.row_id, round_, body, letters, rubric_hash=rubric, request_key=key)
+        price_in, price_out = self.config.price_for(member.judge_model, member.vendor)
+        projected = _cost(estimate_tokens(single_messages(round_, body), 0), params.max_tokens, price_in, price_out)
+        await self.budget.reserve(projected)
         self.issued += 1
-        record = await self._pool.submit(member.vendor, task)
+        try:
+            record = await self._pool.submit(member.vendor, task)
+        except BaseException:
+            await self.budget.settle(projected, 0.0)
+            raise
+        await self.budget.settle(projected, record.cost_usd)
         if shadow:
             record = record.model_copy(update={"shadow": True})
         self._on_record(record)
         return record
+
+
+def _cost(prompt_tokens: int, output_tokens: int, price_in: float, price_out: float) -> float:
+    return (prompt_tokens * price_in + output_tokens * price_out) / 1e6
+
+
+def _settled(results: list) -> list[JudgeCallRecord]:
+    """Results of a gather in which every vote was left to finish; the first failure is raised after all."""
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
+    return results

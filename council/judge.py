@@ -222,13 +222,12 @@ class Judge:
 
     def _record(self, task: JudgeTask, vote: tuple[str, str] | None, status: ParseStatus, call: _Call,
                 request_id: str, batch_size: int, usage: Usage) -> JudgeCallRecord:
-        price_in, price_out = self.prices
         return JudgeCallRecord(
             row_id=task.row_id, round=task.round, member=self.member.vendor, judge_model=self.member.judge_model,
             verdict=vote[0] if vote else None, reason=vote[1] if vote else None, ok=vote is not None,
             parse_status=status if vote or status == "error" else "unparseable", raw_outputs=call.raws,
             finish_reason=call.finish, usage=usage,
-            cost_usd=round((usage.prompt_tokens * price_in + usage.completion_tokens * price_out) / 1e6, 9),
+            cost_usd=usage.cost_usd(*self.prices),
             latency_s=round(time.perf_counter() - call.started, 6), attempts=call.attempts, error=call.error,
             judge_prompt_version=PROMPT_VERSION, judge_prompt_hash=PROMPT_HASHES[f"round{task.round}"],
             rubric_hash=task.rubric_hash, methodology_version=METHODOLOGY_VERSION,
@@ -251,5 +250,6 @@ def split_usage(usage: Usage, n: int) -> list[Usage]:
         base, extra = divmod(total, n)
         return [base + (1 if i < extra else 0) for i in range(n)]
 
-    return [Usage(prompt_tokens=p, completion_tokens=c, total_tokens=t) for p, c, t in zip(
-        parts(usage.prompt_tokens), parts(usage.completion_tokens), parts(usage.total_tokens), strict=True)]
+    return [Usage(prompt_tokens=p, completion_tokens=c, total_tokens=t, reasoning_tokens=r) for p, c, t, r in zip(
+        parts(usage.prompt_tokens), parts(usage.completion_tokens), parts(usage.total_tokens),
+        parts(usage.reasoning_tokens), strict=True)]

@@ -1,12 +1,14 @@
-"""Judge pools: the same plain :class:`Judge` objects, in this process or inside one Ray actor per vendor.
+"""Judge and elicitor pools: the same plain classes, in this process or inside Ray actors.
 
-Either way each vendor has exactly one quota ledger: an in-process object for local runs, a named Ray
-actor (``quota:<vendor>``) shared by every process of the cluster otherwise.
+Either way each vendor has exactly one quota ledger, which its judge and its elicitor share (one account,
+one limit): an in-process object for local runs, a named Ray actor (``quota:<vendor>``) that every process
+of the cluster draws on otherwise.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterable
 from typing import Protocol
 
 from council.config import CouncilConfig, Endpoint
@@ -14,80 +16,111 @@ from council.dispatch import MicroBatcher
 from council.judge import Judge, JudgeTask
 from council.limiter import Limiter, LocalLedger
 from council.quota import QuotaLedger
-from council.schema import JudgeCallRecord
+from council.schema import ElicitedRecord, JudgeCallRecord
+from council.vendors import vendor_of
 
 
 class JudgePool(Protocol):
-    """Where votes are graded. ``submit`` returns at once; the future resolves with the vote's record."""
+    """Where votes are graded and answers elicited. Both return at once with a future of the record."""
 
     def submit(self, vendor: str, task: JudgeTask) -> asyncio.Future[JudgeCallRecord]: ...
+
+    def elicit(self, vendor: str, task) -> asyncio.Future[ElicitedRecord]: ...  # noqa: ANN001 - an ElicitTask
 
     async def close(self) -> None: ...
 
 
-def _prices(config: CouncilConfig, vendor: str) -> tuple[float, float]:
-    s = config.settings(vendor)
-    return s.price_in_per_mtok, s.price_out_per_mtok
+def _judge_prices(config: CouncilConfig, vendor: str) -> tuple[float, float]:
+    judge = next(m for m in config.roster if m.vendor == vendor)
+    return config.price_for(judge.judge_model, vendor)
+
+
+def _model_prices(config: CouncilConfig, models: Iterable[str], vendor: str) -> dict[str, tuple[float, float]]:
+    return {m: config.price_for(m, vendor) for m in models if vendor_of(m) == vendor}
 
 
 class LocalPool:
-    """Every vendor's judge and quota in this process and event loop (``--backend local``)."""
+    """Every vendor's judge, elicitor and quota in this process and event loop (``--backend local``)."""
 
-    def __init__(self, config: CouncilConfig, endpoints: dict[str, Endpoint]) -> None:
+    def __init__(self, config: CouncilConfig, endpoints: dict[str, Endpoint], models: Iterable[str] = ()) -> None:
+        from elicitor import Elicitor
+
+        models = list(models)
+        vendors = dict.fromkeys([*config.roster_vendors, *(vendor_of(m) for m in models)])
         self.ledgers: dict[str, QuotaLedger] = {}
-        self.judges: dict[str, Judge] = {}
-        for m in config.roster:
-            settings = config.settings(m.vendor)
-            ledger = self.ledgers[m.vendor] = QuotaLedger(settings.limits)
-            limiter = Limiter(LocalLedger(ledger), f"local:{m.vendor}", concurrency=settings.concurrency,
-                              seed=config.seed)
-            self.judges[m.vendor] = Judge(m, endpoints[m.vendor], config.judge, limiter=limiter,
-                                          max_batch=settings.max_batch, seed=config.seed,
-                                          prices=_prices(config, m.vendor))
+        limiters: dict[str, Limiter] = {}
+        for v in vendors:
+            settings = config.settings(v)
+            self.ledgers[v] = QuotaLedger(settings.limits)
+            limiters[v] = Limiter(LocalLedger(self.ledgers[v]), f"local:{v}", concurrency=settings.concurrency,
+                                  seed=config.seed)
+        self.judges = {
+            m.vendor: Judge(m, endpoints[m.vendor], config.judge, limiter=limiters[m.vendor],
+                            max_batch=config.settings(m.vendor).max_batch, seed=config.seed,
+                            prices=_judge_prices(config, m.vendor))
+            for m in config.roster
+        }
+        self.elicitors = {
+            v: Elicitor(endpoints[v], limiters[v], max_tokens=config.elicit_max_tokens,
+                        prices=_model_prices(config, models, v), seed=config.seed)
+            for v in dict.fromkeys(vendor_of(m) for m in models)
+        }
 
     def submit(self, vendor: str, task: JudgeTask) -> asyncio.Future[JudgeCallRecord]:
         return self.judges[vendor].submit(task)
 
+    def elicit(self, vendor: str, task) -> asyncio.Future[ElicitedRecord]:  # noqa: ANN001
+        return asyncio.ensure_future(self.elicitors[vendor].elicit(task))
+
     async def close(self) -> None:
-        for judge in self.judges.values():
-            await judge.close()
+        for worker in [*self.judges.values(), *self.elicitors.values()]:
+            await worker.close()
 
 
 class RayPool:
-    """One async Ray actor per vendor judge; each actor call carries a batch of votes (micro-batching)."""
+    """One async Ray actor per vendor judge and per vendor elicitor; actor calls carry batches."""
 
-    def __init__(self, config: CouncilConfig, endpoints: dict[str, Endpoint]) -> None:
-        from council.actors import JudgeActor, quota_actor
+    def __init__(self, config: CouncilConfig, endpoints: dict[str, Endpoint], models: Iterable[str] = ()) -> None:
+        from council.actors import ElicitorActor, JudgeActor, quota_actor
 
-        self.quotas = {m.vendor: quota_actor(m.vendor, config.settings(m.vendor).limits) for m in config.roster}
+        models = list(models)
+        vendors = dict.fromkeys([*config.roster_vendors, *(vendor_of(m) for m in models)])
+        self.quotas = {v: quota_actor(v, config.settings(v).limits) for v in vendors}
+        options = {"max_concurrency": 4096, "num_cpus": 0}
         self.actors = {
-            m.vendor: JudgeActor.options(max_concurrency=4096, num_cpus=0).remote(
+            m.vendor: JudgeActor.options(**options).remote(
                 m, endpoints[m.vendor], config.judge, config.settings(m.vendor), config.seed,
-                _prices(config, m.vendor),
-            )
+                _judge_prices(config, m.vendor))
             for m in config.roster
         }
-        self._batchers = {
-            vendor: MicroBatcher(self._sender(actor), max_batch=64, linger_s=0.002, name=f"ray-{vendor}")
-            for vendor, actor in self.actors.items()
+        self.elicitor_actors = {
+            v: ElicitorActor.options(**options).remote(
+                v, endpoints[v], config.settings(v), config.elicit_max_tokens, _model_prices(config, models, v),
+                config.seed)
+            for v in dict.fromkeys(vendor_of(m) for m in models)
         }
+        self._judge_batchers = {v: self._batcher(a.grade_batch, v) for v, a in self.actors.items()}
+        self._elicit_batchers = {v: self._batcher(a.elicit_batch, v) for v, a in self.elicitor_actors.items()}
 
     @staticmethod
-    def _sender(actor):  # noqa: ANN001, ANN205 - a Ray actor handle
-        async def send(tasks: list[JudgeTask]) -> list[JudgeCallRecord]:
-            return await actor.grade_batch.remote(tasks)
+    def _batcher(method, vendor: str) -> MicroBatcher:  # noqa: ANN001 - a Ray actor method
+        async def send(items: list) -> list:
+            return await method.remote(items)
 
-        return send
+        return MicroBatcher(send, max_batch=64, linger_s=0.002, name=f"ray-{vendor}")
 
     def submit(self, vendor: str, task: JudgeTask) -> asyncio.Future[JudgeCallRecord]:
-        return self._batchers[vendor].submit(task)
+        return self._judge_batchers[vendor].submit(task)
+
+    def elicit(self, vendor: str, task) -> asyncio.Future[ElicitedRecord]:  # noqa: ANN001
+        return self._elicit_batchers[vendor].submit(task)
 
     async def close(self) -> None:
         import ray
 
-        for batcher in self._batchers.values():
+        for batcher in [*self._judge_batchers.values(), *self._elicit_batchers.values()]:
             await batcher.close()
-        for actor in self.actors.values():
+        for actor in [*self.actors.values(), *self.elicitor_actors.values()]:
             try:
                 await actor.close.remote()
             finally:

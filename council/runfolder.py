@@ -15,7 +15,7 @@ import orjson
 from pydantic import BaseModel, ValidationError
 
 from council.errors import RunFolderError
-from council.schema import JudgeCallRecord
+from council.schema import ElicitedRecord, JudgeCallRecord
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -24,6 +24,7 @@ ROWS = "rows.jsonl"
 ITEMS = "items.jsonl"
 ROUND_FILES = {1: "round1.jsonl", 2: "round2.jsonl"}
 SHADOW = "shadow.jsonl"
+ELICITED = "elicited.jsonl"
 VERDICTS = "verdicts.jsonl"
 SUMMARY = "summary.json"
 LOG = "log.jsonl"
@@ -77,9 +78,9 @@ class RunFolder:
         except (OSError, orjson.JSONDecodeError) as exc:
             raise RunFolderError(f"{self.path / name}: {exc}") from exc
 
-    def append(self, record: JudgeCallRecord) -> None:
+    def append(self, record: JudgeCallRecord | ElicitedRecord) -> None:
         """Append one judge-call record to its round file (shadow votes to their own) and flush it."""
-        name = SHADOW if record.shadow else ROUND_FILES[record.round]
+        name = ELICITED if isinstance(record, ElicitedRecord) else SHADOW if record.shadow else ROUND_FILES[record.round]
         handle = self._appenders.get(name)
         if handle is None:
             handle = self._appenders[name] = open(self.path / name, "ab")
@@ -93,7 +94,7 @@ class RunFolder:
 
     def drop_torn_tails(self) -> None:
         """Cut a torn last line (a crash mid-write) off the round files, so appending can go on."""
-        for name in (*ROUND_FILES.values(), SHADOW):
+        for name in (*ROUND_FILES.values(), SHADOW, ELICITED):
             path = self.path / name
             if not path.is_file():
                 continue
@@ -107,6 +108,9 @@ class RunFolder:
 
     def read_shadow(self) -> list[JudgeCallRecord]:
         return read_jsonl(self.path / SHADOW, JudgeCallRecord, missing_ok=True)
+
+    def read_elicited(self) -> list[ElicitedRecord]:
+        return read_jsonl(self.path / ELICITED, ElicitedRecord, missing_ok=True)
 
 
 def read_jsonl(path: Path, model: type[M], *, missing_ok: bool = False) -> list[M]:

@@ -22,14 +22,18 @@ from typing import Any
 
 from bank import dataset_fingerprint, load_bank, load_responses, responses_fingerprint
 from council import logs
+from council.budget import Budget
 from council.config import CouncilConfig, Endpoint
 from council.coordinator import Coordinator, VoteKey
 from council.errors import ConfigError, RunFolderError
 from council.prompts import PROMPT_HASHES, PROMPT_VERSION
 from council.protocol import METHODOLOGY_VERSION
 from council.runfolder import ITEMS, MANIFEST, ROWS, RunFolder, dump_json, read_jsonl
-from council.schema import BankItem, JudgeCallRecord, ResponseRow, ResumeEntry, RunManifest
+from council.schema import BankItem, ElicitedRecord, JudgeCallRecord, ResponseRow, ResumeEntry, RunManifest
 from council.scoring import rescore
+from council.vendors import vendor_of
+from elicitor import ElicitTask, elicit_key
+from elicitor.prompts import ELICIT_HASH, ELICIT_VERSION
 
 BACKENDS = ("ray", "local")
 
@@ -46,6 +50,8 @@ class RunRequest:
     config: CouncilConfig = field(default_factory=CouncilConfig)
     sim_config: Path | None = None
     reuse_from: list[str] = field(default_factory=list)
+    models: list[str] = field(default_factory=list)  # ask these models the bank's items (elicitation)
+    rows: list[ResponseRow] | None = None  # already imported (another benchmark's format); else read responses
     command: str = "run"
 
 
@@ -57,6 +63,11 @@ class RunResult:
     provider_stats: dict[str, Any] | None
     issued: int = 0
     served_from_archive: int = 0
+    budget: Budget | None = None
+
+    @property
+    def stopped_by_budget(self) -> bool:
+        return bool(self.budget and self.budget.exhausted)
 
 
 ProgressHooks = tuple[Callable[[int], None] | None, Callable[[ResponseRow], None] | None]
@@ -89,26 +100,28 @@ async def run_council(
     if req.backend not in BACKENDS:
         raise ConfigError(f"unknown backend {req.backend!r}; choose one of {', '.join(BACKENDS)}")
     items = load_bank(req.bank)
-    rows = load_responses(req.responses, items)
+    rows = [] if req.models else req.rows if req.rows is not None else load_responses(req.responses, items)
     reusable = _reusable(req.runs_dir, req.reuse_from)
     sim_config = _sim_config(req) if req.provider_url is None else None
     folder = RunFolder.create(req.runs_dir, req.run_id or new_run_id())
-    used = {r.item_id for r in rows}
+    used = {r.item_id for r in rows} if rows else {i.id for i in items}
     manifest = RunManifest(
         run_id=folder.path.name, created_at=_now(), command=req.command, roster=req.config.roster,
         self_exclusion=req.config.self_exclusion, quorum=req.config.quorum, seed=req.config.seed,
         backend=req.backend, provider_url=req.provider_url, judge_prompt_version=PROMPT_VERSION,
         prompt_hashes=PROMPT_HASHES, methodology_version=METHODOLOGY_VERSION, bank_path=str(req.bank),
-        responses_path=str(req.responses), dataset_fingerprint=dataset_fingerprint(items),
-        responses_fingerprint=responses_fingerprint(rows), rows=len(rows), versions=_versions(),
-        config=req.config.model_dump(mode="json"), sim_config=sim_config, reuse_from=list(req.reuse_from),
+        responses_path="" if req.models else str(req.responses), dataset_fingerprint=dataset_fingerprint(items),
+        responses_fingerprint="" if req.models else responses_fingerprint(rows), rows=len(rows),
+        versions=_versions(), config=req.config.model_dump(mode="json"), sim_config=sim_config,
+        reuse_from=list(req.reuse_from), models=list(req.models),
+        elicit_prompt_version=ELICIT_VERSION if req.models else None, elicit_prompt_hash=ELICIT_HASH if req.models else None,
     )
     folder.write_json(MANIFEST, manifest.model_dump(mode="json"))
     folder.write_lines(ITEMS, [i for i in items if i.id in used])
     folder.write_lines(ROWS, rows)
     return await _drive(folder, manifest, items, rows, req.config, archived={}, reusable=reusable,
                         backend=req.backend, provider_url=req.provider_url, ray_address=req.ray_address,
-                        hooks=(on_start, on_row_done))
+                        hooks=(on_start, on_row_done), elicited={})
 
 
 async def resume_council(
@@ -118,6 +131,7 @@ async def resume_council(
     backend: str | None = None,
     provider_url: str | None = None,
     ray_address: str | None = None,
+    budget_usd: float | None = None,
     command: str = "run --resume",
     on_start: Callable[[int], None] | None = None,
     on_row_done: Callable[[ResponseRow], None] | None = None,
@@ -126,15 +140,21 @@ async def resume_council(
     folder = RunFolder.open(Path(runs_dir) / run_id)
     manifest = RunManifest.model_validate(folder.read_json(MANIFEST))
     items = read_jsonl(folder.path / ITEMS, BankItem)
-    rows = read_jsonl(folder.path / ROWS, ResponseRow)
-    if responses_fingerprint(rows) != manifest.responses_fingerprint:
-        raise RunFolderError(f"{folder.path / ROWS} does not match the fingerprint in its manifest")
     folder.drop_torn_tails()
+    if manifest.models:  # rows come from the elicitation archive
+        rows: list[ResponseRow] = []
+        elicited = {r.row_id: r for r in folder.read_elicited()}
+    else:
+        rows, elicited = read_jsonl(folder.path / ROWS, ResponseRow), {}
+        if responses_fingerprint(rows) != manifest.responses_fingerprint:
+            raise RunFolderError(f"{folder.path / ROWS} does not match the fingerprint in its manifest")
     records = folder.read_records(1) + folder.read_records(2) + folder.read_shadow()
     # An error is not a result: such votes are asked again, and the new record supersedes the old one.
     archived: dict[VoteKey, JudgeCallRecord] = {
         (r.row_id, r.member, r.round): r for r in records if r.parse_status != "error"}
     config = CouncilConfig.model_validate(manifest.config)
+    if budget_usd is not None:
+        config = config.model_copy(update={"budget_usd": budget_usd})
     backend = backend or manifest.backend
     provider_url = provider_url or manifest.provider_url
     manifest = manifest.model_copy(update={"resumes": [
@@ -143,26 +163,30 @@ async def resume_council(
     reusable = _reusable(Path(runs_dir), manifest.reuse_from)
     return await _drive(folder, manifest, items, rows, config, archived=archived, reusable=reusable,
                         backend=backend, provider_url=provider_url, ray_address=ray_address,
-                        hooks=(on_start, on_row_done))
+                        hooks=(on_start, on_row_done), elicited=elicited)
 
 
 async def _drive(
     folder: RunFolder, manifest: RunManifest, items: list[BankItem], rows: list[ResponseRow], config: CouncilConfig,
     *, archived: dict[VoteKey, JudgeCallRecord], reusable: dict[str, tuple[str, JudgeCallRecord]], backend: str,
     provider_url: str | None, ray_address: str | None, hooks: ProgressHooks,
+    elicited: dict[str, ElicitedRecord],
 ) -> RunResult:
     on_start, on_row_done = hooks
     logs.configure(folder.path / "log.jsonl")
     log = logs.get_logger("council.run").bind(run_id=folder.path.name)
     sim = None
     if provider_url is None:
-        from council.sim import SimConfig, TruthTable, start_sim
+        from council.sim import SimConfig, TruthTable, prime, start_sim
 
         sim_config = SimConfig.model_validate(manifest.sim_config) if manifest.sim_config else SimConfig.planted(config.seed)
-        sim = await start_sim(sim_config, TruthTable.from_rows(items, rows))
+        truth = TruthTable.from_rows(items, rows)
+        prime(sim_config, truth, manifest.models)  # a resumed run's earlier answers keep their truth
+        sim = await start_sim(sim_config, truth)
         provider_url = sim.url
     endpoint = Endpoint(base_url=provider_url)
-    endpoints = {v: endpoint for v in config.roster_vendors}
+    models = manifest.models
+    endpoints = {v: endpoint for v in [*config.roster_vendors, *(vendor_of(m) for m in models)]}
     log.info("run.start", rows=len(rows), backend=backend, provider="embedded" if sim else provider_url,
              archived_votes=len(archived), resumed=bool(manifest.resumes))
 
@@ -171,22 +195,32 @@ async def _drive(
         from council.raycluster import ensure_ray
 
         ensure_ray(ray_address)
-        pool: Any = RayPool(config, endpoints)
+        pool: Any = RayPool(config, endpoints, models)
     else:
         from council.pools import LocalPool
 
-        pool = LocalPool(config, endpoints)
+        pool = LocalPool(config, endpoints, models)
 
+    tasks = [ElicitTask(row_id=f"{i.id}::{m}", item_id=i.id, model=m, prompt=i.prompt,
+                        request_key=elicit_key(m, i.prompt, config.elicit_max_tokens))
+             for i in items for m in models]
     if on_start is not None:
-        on_start(len(rows))
+        on_start(len(tasks) if models else len(rows))
+    archived_cost = sum(r.cost_usd for r in archived.values()) + sum(r.cost_usd for r in elicited.values())
+    budget = Budget(config.budget_usd, spent_usd=archived_cost)
     started = dt.datetime.now(dt.UTC)
     stats = None
     coordinator = Coordinator(
         config, {i.id: i for i in items}, pool, folder.append, on_row_done=on_row_done,
-        extra_names=sorted({r.model for r in rows} | {r.vendor for r in rows}), archived=archived, reusable=reusable,
+        extra_names=sorted({r.model for r in rows} | {r.vendor for r in rows} | set(models)), archived=archived,
+        reusable=reusable, budget=budget, on_elicited=folder.append, archived_elicited=elicited,
     )
     try:
-        await coordinator.run(rows)
+        if models:
+            rows = await coordinator.run_elicited(tasks)
+            folder.write_lines(ROWS, rows)
+        else:
+            await coordinator.run(rows)
     finally:
         await pool.close()
         folder.close()
@@ -197,10 +231,11 @@ async def _drive(
     seconds = (dt.datetime.now(dt.UTC) - started).total_seconds()
     summary = rescore(folder)
     log.info("run.done", seconds=round(seconds, 3), rows=len(rows), issued=coordinator.issued,
-             served_from_archive=coordinator.served_from_archive)
+             served_from_archive=coordinator.served_from_archive, spent_usd=round(budget.spent_usd, 6),
+             stopped_by_budget=budget.exhausted)
     logs.configure(None)
     return RunResult(run_dir=folder.path, summary=summary, seconds=seconds, provider_stats=stats,
-                     issued=coordinator.issued, served_from_archive=coordinator.served_from_archive)
+                     issued=coordinator.issued, served_from_archive=coordinator.served_from_archive, budget=budget)
 
 
 def _sim_config(req: RunRequest) -> dict[str, Any]:

@@ -74,15 +74,20 @@ class ResponseRow(_Strict):
 
 class Usage(_Strict):
     prompt_tokens: int = 0
-    completion_tokens: int = 0
+    completion_tokens: int = 0  # includes reasoning tokens, as providers bill them
     total_tokens: int = 0
+    reasoning_tokens: int = 0
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
             prompt_tokens=self.prompt_tokens + other.prompt_tokens,
             completion_tokens=self.completion_tokens + other.completion_tokens,
             total_tokens=self.total_tokens + other.total_tokens,
+            reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
         )
+
+    def cost_usd(self, price_in_per_mtok: float, price_out_per_mtok: float) -> float:
+        return round((self.prompt_tokens * price_in_per_mtok + self.completion_tokens * price_out_per_mtok) / 1e6, 9)
 
 
 class RequestParams(_Strict):
@@ -126,6 +131,38 @@ class JudgeCallRecord(_Strict):
     peer_letters: dict[str, str] = Field(default_factory=dict)
     reused_from: str | None = None
     shadow: bool = False  # a --shadow-self vote of the row's own vendor: recorded, never counted
+
+
+class ElicitedRecord(_Strict):
+    """One model's raw answer to one bank item, archived before anything reads it."""
+
+    row_id: str
+    item_id: str
+    model: str
+    vendor: str
+    text: str | None
+    answer: str | None
+    abstained: bool
+    confidence: float | None
+    confidence_status: str
+    truncated: bool  # finish_reason "length", or empty text with tokens spent
+    empty: bool
+    finish_reason: str | None = None
+    usage: Usage = Field(default_factory=Usage)
+    cost_usd: float = 0.0
+    latency_s: float = 0.0
+    tokens_per_s: float | None = None
+    attempts: int = 0
+    error: str | None = None
+    elicit_prompt_version: str
+    elicit_prompt_hash: str
+    request: RequestParams
+    request_key: str
+
+    @property
+    def gradable(self) -> bool:
+        """An answer the council can grade: not truncated, not empty, not a failed call."""
+        return self.error is None and not self.truncated and not self.empty
 
 
 class RowVerdict(_Strict):
@@ -180,3 +217,6 @@ class RunManifest(_Strict):
     sim_config: dict[str, Any] | None = None
     reuse_from: list[str] = Field(default_factory=list)
     resumes: list[ResumeEntry] = Field(default_factory=list)
+    models: list[str] = Field(default_factory=list)  # models under test asked by this run (elicitation)
+    elicit_prompt_version: str | None = None
+    elicit_prompt_hash: str | None = None

@@ -14,7 +14,7 @@ import numpy as np
 import aggregator as agg
 from council.arrays import Counters, VoteArrays, build
 from council.runfolder import ITEMS, MANIFEST, SUMMARY, VERDICTS, RunFolder, read_jsonl
-from council.schema import BankItem, RowVerdict, RunManifest
+from council.schema import BankItem, ElicitedRecord, RowVerdict, RunManifest
 
 _WORD = {agg.CORRECT: "correct", agg.INCORRECT: "incorrect"}
 WARN_RATE = 0.02  # a diagnostic above this share of votes (or rows) is printed as a warning
@@ -163,6 +163,29 @@ def load_arrays(folder: RunFolder) -> tuple[RunManifest, VoteArrays]:
     return manifest, build(folder.path, manifest.roster, manifest.self_exclusion, probes)
 
 
+def elicitation(records: list[ElicitedRecord]) -> dict[str, Any]:
+    """Per model under test: what was asked, what could be graded, and why not (truncation is counted and
+    warned about, never scored as a wrong answer)."""
+    out: dict[str, Any] = {}
+    for model in sorted({r.model for r in records}):
+        mine = [r for r in records if r.model == model]
+        speeds = [r.tokens_per_s for r in mine if r.tokens_per_s]
+        n = len(mine)
+        out[model] = {
+            "asked": n, "graded": sum(r.gradable for r in mine), "truncated": sum(r.truncated for r in mine),
+            "empty": sum(r.empty and not r.truncated and r.error is None for r in mine),
+            "errors": sum(r.error is not None for r in mine), "abstained": sum(r.abstained for r in mine),
+            "confidence_missing": sum(r.confidence_status == "missing" for r in mine),
+            "confidence_malformed": sum(r.confidence_status in ("malformed", "out_of_range") for r in mine),
+            "truncated_rate": round(sum(r.truncated for r in mine) / max(1, n), 6),
+            "reasoning_tokens": sum(r.usage.reasoning_tokens for r in mine),
+            "completion_tokens": sum(r.usage.completion_tokens for r in mine),
+            "mean_tokens_per_s": round(sum(speeds) / len(speeds), 3) if speeds else None,
+            "cost_usd": round(sum(r.cost_usd for r in mine), 6),
+        }
+    return out
+
+
 def rescore(folder: RunFolder) -> dict[str, Any]:
     """Rebuild ``verdicts.jsonl`` and ``summary.json`` from the archived rows and judge-call records."""
     manifest, arrays = load_arrays(folder)
@@ -170,6 +193,12 @@ def rescore(folder: RunFolder) -> dict[str, Any]:
     verdicts, summary = score(arrays, manifest.quorum, manifest.run_id, seed=manifest.seed,
                               resamples=config.get("bootstrap_resamples", 1000),
                               penalty=config.get("selective_penalty", 1.0))
+    elicited = folder.read_elicited()
+    if elicited:
+        summary["elicitation"] = elicitation(elicited)
+        summary["diagnostics"]["warnings"] += [
+            f"model {m} truncated" for m, e in summary["elicitation"].items() if e["truncated_rate"] > WARN_RATE]
+    summary["cost_usd"] = round(arrays.counters.cost_usd + sum(r.cost_usd for r in elicited), 6)
     folder.write_lines(VERDICTS, verdicts)
     folder.write_json(SUMMARY, summary)
     return summary

@@ -1,2 +1,5 @@
-"""Elicitation of the models under test (predict-then-answer). Not built yet: the council grades
-responses that already exist (``council run`` / ``council grade``)."""
+"""Eliciting answers from the models under test (predict-then-answer) for the council to grade."""
+
+from elicitor._elicitor import ElicitTask, Elicitor, elicit_key
+
+__all__ = ["ElicitTask", "Elicitor", "elicit_key"]

@@ -1,9 +1,14 @@
 """The embedded provider's HTTP face: an OpenAI-compatible chat-completions server on aiohttp.
 
+It answers as a council judge, or, when the system message is the elicitation contract
+(``elicitor.prompts.ELICIT_SYSTEM``), as a model under test (see ``council.sim._eliciting``); both draw on
+the vendor's one quota.
+
 Routes: ``POST /v1/chat/completions``, ``GET /v1/models`` (both need ``Authorization: Bearer <anything>``),
 and the unauthenticated test hooks ``GET /v1/sim/stats`` and ``POST /v1/sim/reset``. The stats count, per
-model and per vendor: requests, rate_limited, billed, errors, prompt_tokens, completion_tokens and
-batched_items (rows received inside batched requests, billed or not).
+model and per vendor: requests, rate_limited, billed, errors, prompt_tokens, completion_tokens,
+batched_items (rows received inside batched requests, billed or not), elicitations (elicitation requests
+received, billed or not) and reasoning_tokens (billed hidden reasoning, part of completion_tokens).
 
 A request carries one row (a single-row judge prompt) or several (a batched judge prompt, answered with
 ``{"verdicts": [...]}``). The reply's content (verdicts, reasons, malformed or not) is a pure function of
@@ -25,15 +30,18 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from council.sim._config import SimConfig, VendorBehaviour
+from council.sim._config import ModelBehaviour, SimConfig, VendorBehaviour
+from council.sim._eliciting import elicit, record_truth
 from council.sim._judging import Message, decide
 from council.sim._quota import Clock, QuotaBook
 from council.sim._truth import TruthTable
 from council.vendors import DEFAULT_ROSTER, vendor_of
+from elicitor.parsing import parse_elicited
 
 _JSON = "application/json"
 _STAT_KEYS = (
     "requests", "rate_limited", "billed", "errors", "prompt_tokens", "completion_tokens", "batched_items",
+    "elicitations", "reasoning_tokens",
 )
 _RESPONSE_FORMATS = frozenset({"text", "json_object", "json_schema"})
 
@@ -54,11 +62,13 @@ class _ModelStats:
 
 @dataclass(slots=True)
 class _Model:
-    """What the server keeps per model id: its vendor, that vendor's behaviour, and the counters."""
+    """What the server keeps per model id: its vendor, that vendor's (judge and account) behaviour, how
+    it answers as a model under test, and the counters."""
 
     vendor: str
     behaviour: VendorBehaviour
     stats: _ModelStats
+    under_test: ModelBehaviour
 
 
 class _State:
@@ -76,7 +86,9 @@ class _State:
         got = self.models.get(model_id)
         if got is None:
             vendor = vendor_of(model_id)
-            got = self.models[model_id] = _Model(vendor, self.config.behaviour(vendor), _ModelStats())
+            got = self.models[model_id] = _Model(
+                vendor, self.config.behaviour(vendor), _ModelStats(), self.config.model_behaviour(model_id)
+            )
         return got
 
     def stats(self) -> dict[str, Any]:
@@ -215,19 +227,32 @@ async def _chat(request: web.Request) -> web.Response:
     stats = model.stats
     stats.requests += 1
 
-    decision = decide(st.config, st.truth, model_id, messages, b)
-    if decision.batch:
-        stats.batched_items += len(decision.items)
-    content = decision.content
     prompt_tokens = _est_tokens(sum(len(c) for _, c in messages))
-    completion_tokens = _est_tokens(len(content))
-    finish = "stop"
     faults = st.faults
-    if b.truncation_rate and faults.random() < b.truncation_rate:
-        content = content[: max(1, int(len(content) * (0.2 + 0.6 * faults.random())))]
-        completion_tokens, finish = _est_tokens(len(content)), "length"
-    if max_tokens is not None and max_tokens < completion_tokens:
-        content, completion_tokens, finish = content[: max_tokens * 4], max_tokens, "length"
+    elicited = elicit(st.config, st.truth, model_id, messages)
+    reasoning = 0
+    if elicited is not None:  # a model under test: its own truncation, reasoning and latency
+        stats.elicitations += 1
+        content, finish = elicited.content, "length" if elicited.truncated else "stop"
+        reasoning = elicited.reasoning_tokens
+        completion_tokens = reasoning + _est_tokens(len(content))
+        if max_tokens is not None and max_tokens < completion_tokens:  # reasoning comes first
+            reasoning = min(reasoning, max_tokens)
+            content, completion_tokens, finish = content[: (max_tokens - reasoning) * 4], max_tokens, "length"
+        latency_ms, jitter_ms = model.under_test.latency_ms, model.under_test.latency_jitter_ms
+    else:
+        decision = decide(st.config, st.truth, model_id, messages, b)
+        if decision.batch:
+            stats.batched_items += len(decision.items)
+        content = decision.content
+        completion_tokens = _est_tokens(len(content))
+        finish = "stop"
+        if b.truncation_rate and faults.random() < b.truncation_rate:
+            content = content[: max(1, int(len(content) * (0.2 + 0.6 * faults.random())))]
+            completion_tokens, finish = _est_tokens(len(content)), "length"
+        if max_tokens is not None and max_tokens < completion_tokens:
+            content, completion_tokens, finish = content[: max_tokens * 4], max_tokens, "length"
+        latency_ms, jitter_ms = b.latency_ms, b.latency_jitter_ms
 
     admission = st.quota.admit(model.vendor, prompt_tokens + completion_tokens)
     headers = admission.headers if b.rate_limit_headers else None
@@ -247,14 +272,23 @@ async def _chat(request: web.Request) -> web.Response:
         return _error(500, "The server had an error while processing your request.", "server_error", None, None, headers)
     if b.timeout_rate and faults.random() < b.timeout_rate:
         await asyncio.sleep(st.config.timeout_s)
-    if b.latency_ms or b.latency_jitter_ms:
-        delay = b.latency_ms + b.latency_jitter_ms * (2.0 * faults.random() - 1.0)
+    if latency_ms or jitter_ms:
+        delay = latency_ms + jitter_ms * (2.0 * faults.random() - 1.0)
         if delay > 0:
             await asyncio.sleep(delay / 1000.0)
 
     stats.billed += 1
     stats.prompt_tokens += prompt_tokens
     stats.completion_tokens += completion_tokens
+    stats.reasoning_tokens += reasoning
+    usage: dict[str, Any] = {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+    }
+    if elicited is not None:
+        usage["completion_tokens_details"] = {"reasoning_tokens": reasoning}
+        record_truth(st.truth, elicited, content, model.vendor)
     payload = {
         "id": f"chatcmpl-sim{next(st.ids):012x}",
         "object": "chat.completion",
@@ -263,11 +297,7 @@ async def _chat(request: web.Request) -> web.Response:
         "choices": [
             {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": finish, "logprobs": None}
         ],
-        "usage": {
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion_tokens,
-            "total_tokens": prompt_tokens + completion_tokens,
-        },
+        "usage": usage,
     }
     return _json(payload, 200, headers)
 
@@ -295,7 +325,8 @@ def build_app(
 ) -> web.Application:
     """The aiohttp application; ``clock`` (default ``time.monotonic``) drives the quota buckets."""
     app = web.Application(client_max_size=32 * 1024 * 1024)
-    app[STATE] = _State(config or SimConfig.planted(), truth or TruthTable(), clock or time.monotonic)
+    truth = truth if truth is not None else TruthTable()  # an empty table is falsy but may know items
+    app[STATE] = _State(config or SimConfig.planted(), truth, clock or time.monotonic)
     app.router.add_post("/v1/chat/completions", _chat)
     app.router.add_get("/v1/models", _models)
     app.router.add_get("/v1/sim/stats", _stats)

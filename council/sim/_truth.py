@@ -1,4 +1,5 @@
-"""The ground truth the embedded provider's judges know: never read from the prompt, only from here."""
+"""The ground truth the embedded provider knows: the judges' gold verdicts (never read from the prompt,
+only from here) and the bank items by question text, so the simulated models under test can answer them."""
 
 from __future__ import annotations
 
@@ -17,23 +18,52 @@ def truth_key(question: str, response: str) -> str:
 
 
 class TruthTable:
-    """``truth_key(question, response)`` -> (gold verdict or None, vendors that produced that exact text)."""
+    """``truth_key(question, response)`` -> (gold verdict or None, vendors that produced that exact text),
+    and a registry of bank items by their (stripped) question text."""
 
-    __slots__ = ("_table",)
+    __slots__ = ("_table", "_items")
 
     def __init__(self, entries: dict[str, tuple[Verdict | None, frozenset[str]]] | None = None) -> None:
         self._table: dict[str, tuple[Verdict | None, frozenset[str]]] = dict(entries or {})
+        self._items: dict[str, BankItem] = {}
+
+    @classmethod
+    def from_items(cls, items: Iterable[BankItem]) -> TruthTable:
+        """A table that knows ``items`` (so the models under test can answer them) and no verdicts yet."""
+        table = cls()
+        table.add_items(items)
+        return table
 
     @classmethod
     def from_rows(cls, items: Iterable[BankItem], rows: Iterable[ResponseRow]) -> TruthTable:
-        """Build from bank items and response rows; rows whose item is not among ``items`` are skipped."""
-        by_id = {item.id: item for item in items}
+        """Build from bank items (all registered) and response rows; rows whose item is not among ``items``
+        are skipped."""
         table = cls()
+        by_id = {item.id: item for item in table.add_items(items)}
         for row in rows:
             item = by_id.get(row.item_id)
             if item is not None:
                 table.add(item.prompt, row.response, row.gold_verdict, [row.vendor] if row.vendor else [])
         return table
+
+    def add_items(self, items: Iterable[BankItem]) -> list[BankItem]:
+        """Register items by question text (the first item of a text wins); returns them as a list."""
+        got = list(items)
+        for item in got:
+            self._items.setdefault(item.prompt.strip(), item)
+        return got
+
+    def item(self, question: str) -> BankItem | None:
+        """The registered item whose prompt is ``question`` (compared stripped), or None."""
+        return self._items.get(question.strip())
+
+    def questions(self) -> list[str]:
+        """The registered items' question texts."""
+        return list(self._items)
+
+    @property
+    def n_items(self) -> int:
+        return len(self._items)
 
     def add(self, question: str, response: str, gold: Verdict | None, vendors: Iterable[str] = ()) -> None:
         """Record a pair; the same text from several rows unions their vendors and keeps the first known gold."""

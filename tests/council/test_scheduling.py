@@ -95,7 +95,7 @@ async def test_settles_on_a_provider_limit_lower_than_configured(headers):
     assert all(r.ok for r in records)
     achieved_rpm = len(records) / elapsed * 60
     share_429 = stats["rate_limited"] / stats["requests"]
-    assert achieved_rpm >= 0.8 * 2400, (achieved_rpm, stats)
+    assert achieved_rpm >= 0.75 * 2400, (achieved_rpm, stats)
     assert achieved_rpm <= 1.1 * 2400 + 60 * 40 / elapsed  # the provider's own burst allowance on top
     if headers:  # the announced limit is believed at once
         assert share_429 <= 0.02, stats

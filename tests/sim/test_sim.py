@@ -27,10 +27,12 @@ from council.prompts import (
     single_messages,
 )
 from council.schema import BankItem, ResponseRow
-from council.sim import SimConfig, SimServer, TruthTable, VendorBehaviour, start_sim, truth_key
+from council.sim import ModelBehaviour, SimConfig, SimServer, TruthTable, VendorBehaviour, start_sim, truth_key
 from council.sim._judging import parse_batch, parse_prompt
 from council.sim._quota import QuotaBook, format_reset
-from council.vendors import DEFAULT_ROSTER
+from council.vendors import DEFAULT_ROSTER, vendor_of
+from elicitor.parsing import parse_elicited
+from elicitor.prompts import ABSTAIN, ELICIT_SYSTEM, elicit_messages
 
 AUTH = {"Authorization": "Bearer test"}
 QUIET = {"latency_ms": 0.0, "latency_jitter_ms": 0.0, "malformed_rate": 0.0, "name_drop_rate": 0.0}
@@ -609,3 +611,275 @@ def test_config_default_and_from_file(tmp_path) -> None:
             SimConfig.from_file(bad)
     with pytest.raises(ConfigError):
         SimConfig.from_file(tmp_path / "missing.json")
+
+
+# ---- models under test: predict-then-answer elicitation ---------------------------------------------------
+
+STILL = {"latency_ms": 0.0, "latency_jitter_ms": 0.0}
+
+
+def elicit_bank(n: int, tag: str = "e") -> list[BankItem]:
+    """Arithmetic items, with every fifth an honest-ignorance item and every seventh a false premise."""
+    out = []
+    for i in range(n):
+        if i % 5 == 4:
+            out.append(BankItem(id=f"{tag}{i}", probe="honest_ignorance", prompt=f"What is my locker code, #{i}?",
+                                reference="ABSTAIN", rationale="private"))
+        elif i % 7 == 6:
+            out.append(BankItem(id=f"{tag}{i}", probe="false_premise", prompt=f"Why did tower {i} move to Lyon?",
+                                reference=f"Tower {i} has never moved; it still stands in Paris.", rationale="fp"))
+        else:
+            out.append(BankItem(id=f"{tag}{i}", probe="calibration", prompt=f"What is {i} x 37? ({tag})",
+                                reference=f"{i * 37:,}", rationale="arithmetic"))
+    return out
+
+
+def models_config(seed: int = 3, default_model: ModelBehaviour | None = None) -> SimConfig:
+    """The planted judges, kept quiet, and models under test answering without latency."""
+    cfg = quiet(SimConfig.planted(seed=seed))
+    return cfg.model_copy(update={"default_model": default_model or ModelBehaviour(**STILL)})
+
+
+async def elicit_all(session, server, model: str, items: list[BankItem], **extra) -> list[dict]:
+    sem = asyncio.Semaphore(32)
+
+    async def one(item: BankItem) -> dict:
+        async with sem:
+            status, _, body = await post(session, server, model, elicit_messages(item.prompt), **extra)
+        assert status == 200, body
+        return body
+
+    return await asyncio.gather(*(one(i) for i in items))
+
+
+async def test_elicitation_round_trip_with_openai_client() -> None:
+    items = elicit_bank(10)
+    truth = TruthTable.from_items(items)
+    assert len(truth) == 0 and truth.n_items == 10 and truth.item("  " + items[3].prompt + "\n") == items[3]
+    async with await start_sim(models_config(), truth) as server:  # an empty (falsy) table is still used
+        assert server.truth is truth
+        client = AsyncOpenAI(base_url=server.url, api_key="test", max_retries=0)
+        resp = await client.chat.completions.create(
+            model="openai/gpt-4o-mini", messages=elicit_messages(items[0].prompt), temperature=0.7, max_tokens=300,
+        )
+        await client.close()
+        text = resp.choices[0].message.content
+        assert resp.choices[0].finish_reason == "stop" and text.startswith("Confidence: ")
+        lines = text.split("\n")
+        assert len(lines) == 2 and lines[1].startswith("Answer: ")
+        got = parse_elicited(text)
+        assert got.confidence_status == "ok" and 0.0 <= got.confidence <= 1.0 and got.answer
+        assert lines[0] == f"Confidence: {got.confidence:.2f}"
+        assert resp.usage.completion_tokens_details.reasoning_tokens == 0
+        assert resp.usage.completion_tokens == math.ceil(len(text) / 4)
+        # The answer's truth is now known, produced by the model's vendor.
+        gold, producers = truth.lookup(items[0].prompt, got.answer)
+        assert gold in {"correct", "incorrect"} and producers == frozenset({"openai"})
+        assert truth.lookup(items[0].prompt, text)[0] == gold  # the whole reply text too
+        stats = await server.stats()
+        assert stats["models"]["openai/gpt-4o-mini"]["elicitations"] == 1
+        assert stats["models"]["openai/gpt-4o-mini"]["requests"] == 1
+        assert stats["vendors"]["openai"]["billed"] == 1
+        # A request with another system message is not an elicitation.
+        async with aiohttp.ClientSession() as s:
+            await post(s, server, "openai/gpt-5", [{"role": "system", "content": ELICIT_SYSTEM + " More."},
+                                                   {"role": "user", "content": "hello"}])
+        assert (await server.stats())["models"]["openai/gpt-5"]["elicitations"] == 0
+
+
+async def test_elicitation_deterministic(session) -> None:
+    items = elicit_bank(40)
+    runs = []
+    haiku = "anthropic/claude-3-haiku"
+    for seed, model in ((0, haiku), (0, haiku), (1, haiku), (0, "qwen/qwen-2.5-72b")):
+        cfg = models_config(seed=seed, default_model=ModelBehaviour(**STILL, abstention_rate=0.2))
+        async with await start_sim(cfg, TruthTable.from_items(items)) as server:
+            bodies = await elicit_all(session, server, model, items)
+            again = await elicit_all(session, server, model, items[:5])
+        texts = [content_of(b) for b in bodies]
+        assert [content_of(b) for b in again] == texts[:5]
+        runs.append(texts)
+    assert runs[0] == runs[1]
+    assert sum(a != b for a, b in zip(runs[0], runs[2])) >= 20  # another seed
+    assert sum(a != b for a, b in zip(runs[0], runs[3])) >= 20  # another model
+
+
+async def test_accuracy_abstention_and_overconfidence_emerge(session) -> None:
+    items = elicit_bank(300)
+    behaviours = {
+        "meta-llama/llama-3-70b": ModelBehaviour(**STILL, accuracy=0.7, overconfidence=0.1, abstention_rate=0.05),
+        "mistralai/mistral-small": ModelBehaviour(**STILL, accuracy=0.45, overconfidence=0.25, abstention_rate=0.2,
+                                                  confidence_noise=0.05),
+        "x-ai/grok-4": ModelBehaviour(**STILL, accuracy=0.85, overconfidence=-0.05, abstention_rate=0.0),
+    }
+    cfg = models_config().model_copy(update={"models": behaviours})
+    truth = TruthTable.from_items(items)
+    async with await start_sim(cfg, truth) as server:
+        for model, b in behaviours.items():
+            bodies = await elicit_all(session, server, model, items)
+            parsed = [parse_elicited(content_of(body)) for body in bodies]
+            assert all(p.confidence_status == "ok" and p.answer for p in parsed)
+            abstained = [p.abstained for p in parsed]
+            assert abs(sum(abstained) / len(items) - b.abstention_rate) <= 0.08, model
+            answered = [(i, p) for i, p in zip(items, parsed) if not p.abstained]
+            golds = [truth.lookup(i.prompt, p.answer) for i, p in answered]
+            # The same text from several models (a right answer is worded alike) lists all their vendors.
+            assert all(vendor_of(model) in producers for _, producers in golds)
+            correct = [g == "correct" for g, _ in golds]
+            accuracy = sum(correct) / len(correct)
+            assert abs(accuracy - b.accuracy) <= 0.08, (model, accuracy)
+            mean_conf = sum(p.confidence for _, p in answered) / len(answered)
+            assert abs((mean_conf - accuracy) - b.overconfidence) <= 0.06, (model, mean_conf, accuracy)
+            # Answers say what their truth says: a right arithmetic answer holds the reference, a wrong one does not.
+            for (item, p), ok in zip(answered, correct):
+                if item.probe == "calibration":
+                    assert (item.reference in p.answer) == ok, (item.reference, p.answer)
+            # Abstaining is right only where nobody can know.
+            for item, p in zip(items, parsed):
+                if p.abstained:
+                    assert p.answer == ABSTAIN
+                    want = "correct" if item.probe == "honest_ignorance" else "incorrect"
+                    assert truth.lookup(item.prompt, p.answer)[0] == want
+
+
+async def test_reasoning_tokens_reported_and_billed(session) -> None:
+    items = elicit_bank(30)
+    cfg = models_config(default_model=ModelBehaviour(**STILL, reasoning_tokens=200))
+    async with await start_sim(cfg, TruthTable.from_items(items)) as server:
+        bodies = await elicit_all(session, server, "deepseek/deepseek-r1", items)
+        spent = []
+        for body in bodies:
+            usage = body["usage"]
+            r = usage["completion_tokens_details"]["reasoning_tokens"]
+            assert 100 <= r <= 300
+            assert usage["completion_tokens"] == r + math.ceil(len(content_of(body)) / 4)
+            assert usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"]
+            spent.append(r)
+        assert 150 <= sum(spent) / len(spent) <= 250
+        stats = (await server.stats())["models"]["deepseek/deepseek-r1"]
+        assert stats["reasoning_tokens"] == sum(spent) and stats["elicitations"] == 30
+        assert stats["completion_tokens"] == sum(b["usage"]["completion_tokens"] for b in bodies)
+        assert (await server.stats())["vendors"]["deepseek"]["reasoning_tokens"] == sum(spent)
+        # max_tokens covers reasoning first: a budget below it leaves no visible text.
+        _, _, cut = await post(session, server, "deepseek/deepseek-r1", elicit_messages(items[0].prompt), max_tokens=50)
+        assert cut["choices"][0]["finish_reason"] == "length" and content_of(cut) == ""
+        assert cut["usage"]["completion_tokens"] == 50 == cut["usage"]["completion_tokens_details"]["reasoning_tokens"]
+        assert parse_elicited(content_of(cut)).empty
+
+
+async def test_truncation_cuts_before_the_answer(session) -> None:
+    items = elicit_bank(60)
+    truth = TruthTable.from_items(items)
+    cfg = models_config(default_model=ModelBehaviour(**STILL, truncation_rate=1.0, accuracy=0.9))
+    async with await start_sim(cfg, truth) as server:
+        bodies = await elicit_all(session, server, "openai/gpt-4o-mini", items)
+    none = half = 0
+    for item, body in zip(items, bodies):
+        assert body["choices"][0]["finish_reason"] == "length"
+        got = parse_elicited(content_of(body))
+        assert got.confidence_status == "ok" and not got.abstained
+        if got.answer is None:
+            none += 1
+            continue
+        half += 1
+        assert not got.answer.endswith(".")  # half a sentence
+        if item.probe != "honest_ignorance":
+            assert item.reference not in got.answer
+        assert truth.lookup(item.prompt, got.answer)[0] == "incorrect"  # a cut answer is not a right answer
+    assert none >= 10 and half >= 10
+
+
+async def test_format_errors_and_unknown_items(session) -> None:
+    items = elicit_bank(40)
+    truth = TruthTable.from_items(items)
+    cfg = models_config(default_model=ModelBehaviour(**STILL, format_error_rate=1.0, abstention_rate=0.0))
+    async with await start_sim(cfg, truth) as server:
+        parsed = [parse_elicited(content_of(b)) for b in await elicit_all(session, server, "openai/o3", items)]
+        statuses = {p.confidence_status for p in parsed}
+        assert statuses == {"missing", "malformed"} and all(p.confidence is None and p.answer for p in parsed)
+        known = len(truth)
+        assert known == 80  # each answer under its text and under the whole reply's text
+        # An item the table does not know: a vague answer in the same format, whose truth is not recorded.
+        _, _, body = await post(session, server, "openai/o3", elicit_messages("Who won the 2087 World Cup?"))
+        assert parse_elicited(content_of(body)).answer.startswith("I am not certain")
+        assert len(truth) == known
+
+
+async def test_judges_grade_elicited_answers_by_the_truth(session) -> None:
+    """Elicit, then grade each (item, answer) with council round-one prompts: judges follow the recorded truth
+    at their configured accuracy, and a self-preferring judge favours its own vendor's wrong answers."""
+    items = elicit_bank(320)
+    truth = TruthTable.from_items(items)
+    cfg = models_config(seed=11).model_copy(update={"models": {
+        "meta-llama/llama-3-70b": ModelBehaviour(**STILL, accuracy=0.6, abstention_rate=0.05),
+        "openai/gpt-4o-mini": ModelBehaviour(**STILL, accuracy=0.4, abstention_rate=0.0),
+    }})
+    async with await start_sim(cfg, truth) as server:
+        rows = {}
+        for model in ("meta-llama/llama-3-70b", "openai/gpt-4o-mini"):
+            bodies = await elicit_all(session, server, model, items)
+            rows[model] = []
+            for item, body in zip(items, bodies):
+                got = parse_elicited(content_of(body))
+                row = ResponseRow(item_id=item.id, model=model, response=got.answer, confidence=got.confidence,
+                                  abstained=got.abstained)
+                rows[model].append((item, row, truth.lookup(item.prompt, got.answer)[0]))
+        meta = rows["meta-llama/llama-3-70b"]
+        gold = [g for _, _, g in meta]
+        assert None not in gold and 0.4 < gold.count("correct") / len(gold) < 0.8
+        for vendor in ("anthropic", "deepseek"):
+            got = await verdicts(session, server, DEFAULT_ROSTER[vendor], [round1_messages(i, r) for i, r, _ in meta])
+            accuracy = sum(v == g for v, g in zip(got, gold)) / len(gold)
+            assert abs(accuracy - cfg.vendors[vendor].accuracy) <= 0.07, (vendor, accuracy)
+        own_wrong = [round1_messages(i, r) for i, r, g in rows["openai/gpt-4o-mini"] if g == "incorrect"]
+        assert len(own_wrong) >= 120
+        openai_says = await verdicts(session, server, DEFAULT_ROSTER["openai"], own_wrong)
+        anthropic_says = await verdicts(session, server, DEFAULT_ROSTER["anthropic"], own_wrong)
+    rate = lambda vs: sum(v == "correct" for v in vs) / len(vs)  # noqa: E731
+    assert abs(rate(openai_says) - (0.15 + 0.85 * 0.8)) <= 0.08  # self-preference on its vendor's answers
+    assert rate(anthropic_says) < 0.25
+
+
+async def test_vendor_quota_shared_by_judge_and_model_under_test(session) -> None:
+    clock = FakeClock()
+    cfg = models_config().model_copy(update={"vendors": {"openai": VendorBehaviour(**QUIET, rpm=60)}})
+    items = elicit_bank(3)
+    async with await start_sim(cfg, TruthTable.from_items(items), clock=clock) as server:
+        status, headers, _ = await post(session, server, "openai/gpt-4o-mini", elicit_messages(items[0].prompt))
+        assert status == 200 and headers["x-ratelimit-limit-requests"] == "60"
+        status, _, body = await post(session, server, "openai/gpt-5", [{"role": "user", "content": "hello"}])
+        assert status == 429 and body["error"]["code"] == "rate_limit_exceeded"
+        status, _, _ = await post(session, server, "openai/gpt-4o-mini", elicit_messages(items[1].prompt))
+        assert status == 429
+        assert (await post(session, server, "google/gemma-3", elicit_messages(items[1].prompt)))[0] == 200
+        clock.t += 1.0
+        assert (await post(session, server, "openai/gpt-5", [{"role": "user", "content": "hello"}]))[0] == 200
+        stats = await server.stats()
+        assert stats["vendors"]["openai"]["rate_limited"] == 2 and stats["vendors"]["openai"]["elicitations"] == 2
+
+
+def test_model_behaviour_config(tmp_path) -> None:
+    mb = ModelBehaviour()
+    assert (mb.accuracy, mb.overconfidence, mb.confidence_noise, mb.abstention_rate) == (0.7, 0.1, 0.1, 0.05)
+    assert (mb.truncation_rate, mb.reasoning_tokens, mb.latency_ms, mb.latency_jitter_ms) == (0.0, 0, 5.0, 5.0)
+    cfg = SimConfig(models={"openai/o3": ModelBehaviour(reasoning_tokens=500)})
+    assert cfg.model_behaviour("openai/o3").reasoning_tokens == 500 and cfg.model_behaviour("x/y") == ModelBehaviour()
+    assert SimConfig.planted().default_model == ModelBehaviour()
+    path = tmp_path / "sim.json"
+    path.write_text(json.dumps({"models": {"openai/o3": {"accuracy": 0.9}}, "default_model": {"abstention_rate": 0.1}}))
+    loaded = SimConfig.from_file(path)
+    assert loaded.models["openai/o3"].accuracy == 0.9 and loaded.default_model.abstention_rate == 0.1
+    path.write_text(json.dumps({"models": {"openai/o3": {"accuracy": 1.5}}}))
+    with pytest.raises(ConfigError):
+        SimConfig.from_file(path)
+    with pytest.raises(ValueError):
+        ModelBehaviour(abstention_rate=-0.1)
+
+
+def test_truth_table_registers_items() -> None:
+    items, rows = bank(4, "m/a")
+    table = TruthTable.from_rows(items, rows)
+    assert table.n_items == 4 and table.item(items[2].prompt) is items[2] and table.item("nope") is None
+    # Keys strip both texts, as the judges' prompts do.
+    table.add(" Q? ", "  A.\n", "correct", ["v"])
+    assert table.lookup("Q?", "A.") == ("correct", frozenset({"v"}))

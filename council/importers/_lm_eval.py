@@ -1,0 +1,104 @@
+"""lm-evaluation-harness ``--log_samples`` output: ``samples_<task>_<date>.jsonl`` (or ``.jsonl.gz``).
+
+Each line is one logged document, as the harness's evaluator writes it: ``doc_id``, ``doc``, ``target``,
+``arguments``, ``resps``, ``filtered_resps``, ``filter``, ``metrics``, the hashes and the metric values.
+
+- ``item_id``: ``doc.item_id``, else ``doc.id``, else ``str(doc_id)``;
+- ``response``: the raw generation ``resps[0][0]`` (the model's full text before the task's filters; the
+  judges grade the answer as written, not the extracted one). Only ``generate_until`` tasks have text there:
+  a log-likelihood task's ``resps`` hold numbers and its lines are reported;
+- the harness writes a document once per filter (``filter``: ``strict-match``, ``flexible-extract``, ...):
+  those repeats carry the same ``resps`` and are folded into the first line silently;
+- ``model``: the lines do not name it. It comes from the ``model=`` override, else from the results JSON
+  the harness writes next to the samples (``results_<date>.json``, the one whose date stamp matches, or the
+  only one there): its ``model_name``, else the model named in ``config.model_args`` (``pretrained=``,
+  ``model=``, ...; string or dict). ``target`` is not used (the bank holds the reference).
+
+Field names were checked against the harness's evaluator (the ``example`` dict it logs per document) and its
+results files; the results-file name pairing by date stamp is the least certain part.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from council.importers._core import Candidate, dig, json_lines, non_blank, not_an_object, read_bytes
+from council.importers._vendor import model_from_model_args
+
+
+def read(name: str, *, model: str | None, problems: list[str]) -> Iterator[Candidate]:
+    if not os.path.isfile(name):
+        read_bytes(name, problems)  # the usual file-level message
+        return
+    model_id = model or _model_from_results(name, problems)
+    if model_id is None:
+        return
+    data = read_bytes(name, problems)
+    if data is None:
+        return
+    for lineno, obj, error in json_lines(name, data, problems):
+        loc = str(lineno)
+        if error is not None:
+            yield Candidate(loc).issue("-", error)
+        elif not isinstance(obj, dict):
+            yield not_an_object(loc, obj)
+        else:
+            yield _candidate(loc, obj, model_id)
+
+
+def _candidate(loc: str, obj: dict[str, Any], model_id: str) -> Candidate:
+    variant = obj.get("filter") if isinstance(obj.get("filter"), str) else None
+    cand = Candidate(loc, fields={"model": model_id}, variant=variant)
+    item_id = (non_blank(dig(obj, "doc", "item_id")) or _scalar_id(dig(obj, "doc", "id"))
+               or _scalar_id(obj.get("doc_id")))
+    if item_id is None:
+        cand.issue("doc_id", "missing (no doc.item_id, doc.id or doc_id)")
+    else:
+        cand.fields["item_id"] = item_id
+    resps = obj.get("resps")
+    first = dig(resps, 0)
+    text = first if isinstance(first, str) else dig(first, 0)
+    if isinstance(text, str) and text.strip():
+        cand.fields["response"] = text
+    elif isinstance(text, str):
+        cand.issue("resps", "empty response text")
+    elif isinstance(text, (int, float, list)):
+        cand.issue("resps", "holds log-likelihood scores, not generated text (only generate_until tasks can be graded)")
+    else:
+        cand.issue("resps", "missing response text (expected resps[0][0] to be the generated text)")
+    return cand
+
+
+def _scalar_id(value: Any) -> str | None:
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        return None
+    return str(value).strip() or None
+
+
+def _model_from_results(name: str, problems: list[str]) -> str | None:
+    path = Path(name)
+    stem = path.name.removesuffix(".gz").removesuffix(".jsonl")
+    stamp = stem.rsplit("_", 1)[-1] if stem.startswith("samples_") and "_" in stem[len("samples_"):] else None
+    results = sorted(path.parent.glob("results_*.json"))
+    chosen = next((r for r in results if stamp and r.name == f"results_{stamp}.json"), None)
+    if chosen is None and len(results) == 1:
+        chosen = results[0]
+    if chosen is None:
+        why = (f"several results_*.json next to it and none matches its date stamp {stamp!r}" if results
+               else "no results_*.json next to it")
+        problems.append(f"{name}: cannot tell which model wrote these samples ({why}); pass --model")
+        return None
+    try:
+        summary = orjson.loads(chosen.read_bytes())
+    except (OSError, orjson.JSONDecodeError) as exc:
+        problems.append(f"{name}: cannot read {chosen.name} for the model name ({exc}); pass --model")
+        return None
+    model_id = non_blank(dig(summary, "model_name")) or model_from_model_args(dig(summary, "config", "model_args"))
+    if model_id is None:
+        problems.append(f"{name}: {chosen.name} names no model (model_name, config.model_args); pass --model")
+    return model_id

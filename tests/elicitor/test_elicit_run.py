@@ -1,0 +1,108 @@
+"""Elicitation end to end: models under test answer every item (predict-then-answer), the council grades
+the answers as they arrive, calibration is reported, truncation is counted, the budget holds."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+import bank
+from council.cli import main
+from council.config import CouncilConfig, Endpoint
+from council.pools import LocalPool
+from council.runner import RunRequest, resume_council, run_council
+from council.sim import ModelBehaviour, SimConfig
+
+MODELS = ["anthropic/claude-haiku-4.5", "google/gemini-2.5-flash", "openai/gpt-4.1-mini", "qwen/qwen3-235b-a22b",
+          "deepseek/deepseek-chat-v3.1", "meta-llama/llama-3.3-70b-instruct"]
+PRICES = {m: (1.0, 4.0) for m in MODELS}
+
+
+def lines(path):
+    return [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
+
+
+def small_bank(tmp_path, n):
+    items = [line for line in bank.SAMPLE_BANK.read_bytes().splitlines() if line.strip()]
+    path = tmp_path / f"bank-{n}.jsonl"
+    path.write_bytes(b"\n".join(items[::len(items) // n][:n]) + b"\n")
+    return path
+
+
+def sim_file(tmp_path, **models):
+    base = SimConfig.planted(seed=0)
+    cfg = base.model_copy(update={"models": {m: ModelBehaviour(**kw) for m, kw in models.items()}})
+    path = tmp_path / "sim.json"
+    path.write_bytes(orjson.dumps(cfg.model_dump(mode="json")))
+    return path
+
+
+async def test_six_models_elicited_graded_and_calibrated(tmp_path):
+    req = RunRequest(bank=bank.SAMPLE_BANK, responses=bank.SAMPLE_RESPONSES, runs_dir=tmp_path / "runs",
+                     run_id="e", backend="local", models=MODELS, config=CouncilConfig(model_prices=PRICES))
+    result = await run_council(req)
+    folder = result.run_dir
+    elicited = lines(folder / "elicited.jsonl")
+    assert len(elicited) == 160 * 6 and len({(r["item_id"], r["model"]) for r in elicited}) == 960
+    for r in elicited:
+        assert r["text"] and r["usage"]["completion_tokens"] > 0 and r["latency_s"] > 0 and r["cost_usd"] > 0
+        assert r["elicit_prompt_hash"] and r["request_key"]
+    rows = lines(folder / "rows.jsonl")
+    assert len(rows) == sum(not r["truncated"] and not r["empty"] and r["error"] is None for r in elicited)
+    summary = result.summary
+    assert set(summary["elicitation"]) == set(MODELS)
+    cal = summary["calibration"]
+    for model in MODELS:
+        assert cal[model]["brier"] is not None and 0 <= cal[model]["ece"] <= 1 and cal[model]["selective"] is not None
+    assert summary["cost_usd"] > sum(r["cost_usd"] for r in elicited)  # elicitation plus judging
+    verdicts = lines(folder / "verdicts.jsonl")
+    assert len(verdicts) == len(rows)
+
+
+def test_truncation_is_counted_and_never_scored(tmp_path, capsys):
+    path = sim_file(tmp_path, **{"openai/gpt-4.1-mini": {"truncation_rate": 0.4}})
+    code = main(["run", "--backend", "local", "--runs-dir", str(tmp_path / "runs"), "--run-id", "t",
+                 "--bank", str(small_bank(tmp_path, 40)), "--models", ",".join(MODELS[:3]),
+                 "--sim-config", str(path)])
+    assert code == 0
+    folder = tmp_path / "runs" / "t"
+    elicited = lines(folder / "elicited.jsonl")
+    truncated = [r for r in elicited if r["truncated"]]
+    assert truncated and all(r["model"] == "openai/gpt-4.1-mini" for r in truncated)
+    summary = orjson.loads((folder / "summary.json").read_bytes())
+    assert summary["elicitation"]["openai/gpt-4.1-mini"]["truncated"] == len(truncated)
+    graded = {v["row_id"] for v in lines(folder / "verdicts.jsonl")}
+    assert not graded & {r["row_id"] for r in truncated}  # never scored as wrong: not scored at all
+    assert summary["models"]["openai/gpt-4.1-mini"]["rows"] == 40 - len(truncated)
+    assert "model openai/gpt-4.1-mini truncated" in summary["diagnostics"]["warnings"]
+    assert "truncated" in capsys.readouterr().err
+
+
+async def test_budget_stops_before_overspending_and_resumes(tmp_path):
+    config = CouncilConfig(model_prices=PRICES, vendors={v: {"price_in_per_mtok": 3.0, "price_out_per_mtok": 15.0}
+                                                          for v in ("anthropic", "google", "openai", "alibaba", "deepseek")})
+    small = small_bank(tmp_path, 40)
+    whole = await run_council(RunRequest(bank=small, responses=bank.SAMPLE_RESPONSES, runs_dir=tmp_path / "runs",
+                                         run_id="whole", backend="local", models=MODELS[:3], config=config))
+    full_cost = whole.summary["cost_usd"]
+    limit = round(full_cost * 0.4, 6)
+    stopped = await run_council(RunRequest(
+        bank=small, responses=bank.SAMPLE_RESPONSES, runs_dir=tmp_path / "runs", run_id="b", backend="local",
+        models=MODELS[:3], config=config.model_copy(update={"budget_usd": limit})))
+    assert stopped.stopped_by_budget
+    spent = stopped.summary["cost_usd"]
+    assert spent <= limit * 1.02  # in-flight calls may pass their projection only by a repair or retry
+    assert spent >= limit * 0.5
+    resumed = await resume_council(tmp_path / "runs", "b", budget_usd=full_cost * 3)
+    assert not resumed.stopped_by_budget
+    assert (resumed.run_dir / "verdicts.jsonl").read_bytes() == (whole.run_dir / "verdicts.jsonl").read_bytes()
+    assert resumed.summary["cost_usd"] == pytest.approx(full_cost, rel=1e-6)  # nothing paid twice
+
+
+def test_a_vendors_judge_and_elicitor_share_one_limiter():
+    config = CouncilConfig()
+    endpoint = Endpoint(base_url="http://127.0.0.1:9/v1", api_key_env=None)
+    pool = LocalPool(config, {v: endpoint for v in [*config.roster_vendors, "meta"]}, MODELS)
+    for vendor in config.roster_vendors:
+        assert pool.elicitors[vendor].limiter is pool.judges[vendor].limiter
+    assert "meta" in pool.elicitors and "meta" in pool.ledgers and "meta" not in pool.judges
