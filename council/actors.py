@@ -30,9 +30,7 @@ class QuotaActor:
         return self._ledger.lease(holder, want_requests, want_tokens, report)
 
     def stats(self) -> dict:
-        s = self._ledger.stats
-        return {"granted_requests": s.granted_requests, "granted_tokens": s.granted_tokens,
-                "rate_limited": s.rate_limited, "cuts": s.cuts, "holders": sorted(s.holders), "factor": self._ledger.factor}
+        return self._ledger.report()
 
 
 def quota_name(vendor: str) -> str:

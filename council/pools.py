@@ -27,6 +27,8 @@ class JudgePool(Protocol):
 
     def elicit(self, vendor: str, task) -> asyncio.Future[ElicitedRecord]: ...  # noqa: ANN001 - an ElicitTask
 
+    async def quota_stats(self) -> dict[str, dict]: ...
+
     async def close(self) -> None: ...
 
 
@@ -72,6 +74,9 @@ class LocalPool:
     def elicit(self, vendor: str, task) -> asyncio.Future[ElicitedRecord]:  # noqa: ANN001
         return asyncio.ensure_future(self.elicitors[vendor].elicit(task))
 
+    async def quota_stats(self) -> dict[str, dict]:
+        return {v: ledger.report() for v, ledger in self.ledgers.items()}
+
     async def close(self) -> None:
         for worker in [*self.judges.values(), *self.elicitors.values()]:
             await worker.close()
@@ -114,6 +119,9 @@ class RayPool:
 
     def elicit(self, vendor: str, task) -> asyncio.Future[ElicitedRecord]:  # noqa: ANN001
         return self._elicit_batchers[vendor].submit(task)
+
+    async def quota_stats(self) -> dict[str, dict]:
+        return {v: await actor.stats.remote() for v, actor in self.quotas.items()}
 
     async def close(self) -> None:
         import ray

@@ -166,6 +166,14 @@ class QuotaLedger:
         self.stats.granted_tokens += tokens
         return Grant(n, tokens, 0.0, share, rpm, tpm)
 
+    def report(self) -> dict:
+        """What the ledger handed out, for the run folder."""
+        s = self.stats
+        rpm, tpm = self.effective()
+        return {"granted_requests": s.granted_requests, "granted_tokens": s.granted_tokens,
+                "rate_limited": s.rate_limited, "cuts": s.cuts, "holders": sorted(s.holders),
+                "factor": round(self.factor, 6), "effective_rpm": round(rpm, 3), "effective_tpm": round(tpm, 3)}
+
     def _share(self, now: float) -> int:
         active = sum(1 for seen in self.stats.holders.values() if now - seen <= HOLDER_TTL_S)
         return max(1, self.limits.concurrency // max(1, active))

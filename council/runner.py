@@ -222,6 +222,7 @@ async def _drive(
         else:
             await coordinator.run(rows)
     finally:
+        folder.write_bytes("quota_stats.json", dump_json(await pool.quota_stats()))
         await pool.close()
         folder.close()
         if sim is not None:

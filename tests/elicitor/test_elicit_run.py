@@ -106,3 +106,16 @@ def test_a_vendors_judge_and_elicitor_share_one_limiter():
     for vendor in config.roster_vendors:
         assert pool.elicitors[vendor].limiter is pool.judges[vendor].limiter
     assert "meta" in pool.elicitors and "meta" in pool.ledgers and "meta" not in pool.judges
+
+
+async def test_elicitation_through_ray_shares_each_vendors_quota(tmp_path, ray_session):
+    models = ["openai/gpt-4.1-mini", "meta-llama/llama-3.3-70b-instruct"]
+    config = CouncilConfig(vendors={"openai": {"rpm": 100_000}, "meta": {"rpm": 100_000}})
+    result = await run_council(RunRequest(bank=small_bank(tmp_path, 8), responses=bank.SAMPLE_RESPONSES,
+                                          runs_dir=tmp_path / "runs", run_id="r", backend="ray", models=models,
+                                          config=config))
+    assert len(lines(result.run_dir / "elicited.jsonl")) == 16
+    assert result.summary["rows"] == len(lines(result.run_dir / "rows.jsonl")) > 0
+    holders = orjson.loads((result.run_dir / "quota_stats.json").read_bytes())["openai"]["holders"]
+    # one account: the openai judge and the openai elicitor (separate processes) lease from the same quota
+    assert any(h.startswith("judge:openai:") for h in holders) and any(h.startswith("elicitor:openai:") for h in holders)
