@@ -120,16 +120,9 @@ def _parse(
         return
     if data.startswith(_BOM):
         data = data[len(_BOM):]
-    seen_any = False
-    for lineno, raw in enumerate(data.split(b"\n"), start=1):
-        line = raw.strip()
-        if not line:
-            continue
-        seen_any = True
-        try:
-            obj = orjson.loads(line)
-        except orjson.JSONDecodeError as exc:
-            problems.append(_problem(name, lineno, "-", f"invalid JSON ({exc.msg} at column {exc.colno})"))
+    for lineno, obj, error in json_lines(name, data, problems):
+        if error is not None:
+            problems.append(_problem(name, lineno, "-", error))
             continue
         if not isinstance(obj, dict):
             problems.append(_problem(name, lineno, "-", f"expected a JSON object, got {_json_type(obj)}"))
@@ -142,6 +135,21 @@ def _parse(
             yield lineno, obj, None
             continue
         yield lineno, obj, record
+
+
+def json_lines(name: str, data: bytes, problems: list[str]) -> Iterator[tuple[int, Any, str | None]]:
+    """(line number, parsed value or None, error or None) for every non-blank line of a JSONL file; an
+    empty file is a problem."""
+    seen_any = False
+    for lineno, raw in enumerate(data.split(b"\n"), start=1):
+        line = raw.strip()
+        if not line:
+            continue
+        seen_any = True
+        try:
+            yield lineno, orjson.loads(line), None
+        except orjson.JSONDecodeError as exc:
+            yield lineno, None, f"invalid JSON ({exc.msg} at column {exc.colno})"
     if not seen_any:
         problems.append(f"{name}: empty file (no records)")
 

@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
-from bank._loader import _json_type, _loc, _message
+from bank._loader import _json_type, _loc, _message, json_lines
 from council.importers._vendor import mapped_vendor, org_vendor, resolve_vendor
 from council.schema import BankItem, ResponseRow
 
@@ -90,22 +90,6 @@ def read_bytes(name: str, problems: list[str]) -> bytes | None:
     if data.startswith(_BOM):
         data = data[len(_BOM):]
     return data
-
-
-def json_lines(name: str, data: bytes, problems: list[str]) -> Iterator[tuple[int, Any, str | None]]:
-    """(line number, parsed value or None, error or None) for every non-blank line."""
-    seen_any = False
-    for lineno, raw in enumerate(data.split(b"\n"), start=1):
-        line = raw.strip()
-        if not line:
-            continue
-        seen_any = True
-        try:
-            yield lineno, orjson.loads(line), None
-        except orjson.JSONDecodeError as exc:
-            yield lineno, None, f"invalid JSON ({exc.msg} at column {exc.colno})"
-    if not seen_any:
-        problems.append(f"{name}: empty file (no records)")
 
 
 def not_an_object(loc: str, value: Any) -> Candidate:
