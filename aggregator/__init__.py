@@ -25,7 +25,7 @@ from ._bootstrap import (
 )
 from ._calibration import brier, calibration_by_model, calibration_summary, expected_calibration_error, selective_score
 from ._codes import CORRECT, INCORRECT, MISSING
-from ._consensus import Consensus, consensus, tally
+from ._consensus import Consensus, Tally, consensus, tally, tally_rounds
 from ._deliberation import (
     agreement,
     agreement_lift,
@@ -84,7 +84,9 @@ __all__ = [
     "selective_score",
     "self_preference",
     "sensitivity_summary",
+    "Tally",
     "tally",
+    "tally_rounds",
     "truth_summary",
     "unanimity_lift",
     "weak_majority_lift",

@@ -41,8 +41,82 @@ def _pair_counts(pos: np.ndarray, neg: np.ndarray) -> np.ndarray:
     return t
 
 
+_PATTERN_MEMBERS = 10
+"""Rounds with at most this many members are counted by vote pattern: 3**10 patterns fit a uint16 code."""
+
+_BLOCK_ROWS = 1 << 16
+"""Rows per block when coding patterns, so a block's votes and scratch arrays stay in cache."""
+
+
+def _pattern_counts(v: np.ndarray) -> np.ndarray:
+    """Rows per vote pattern of a checked (R, M) round, M <= ``_PATTERN_MEMBERS``.
+
+    A row's pattern code is sum_j (vote_j + 1) * 3**j; returns an int64 array of
+    shape (3**M,) indexed by code.
+    """
+    rows, m = v.shape
+    n_codes = 3**m
+    counts = np.zeros(n_codes, dtype=np.int64)
+    size = min(_BLOCK_ROWS, rows)
+    code_buf = np.empty(size, dtype=np.uint16)
+    term_buf = np.empty(size, dtype=np.uint16)
+    offset = (n_codes - 1) // 2  # sum_j 3**j: the "+ 1" of every vote
+    for start in range(0, rows, _BLOCK_ROWS):
+        stop = min(start + _BLOCK_ROWS, rows)
+        code, term = code_buf[: stop - start], term_buf[: stop - start]
+        code.fill(offset)
+        for j in range(m):
+            # uint16 arithmetic wraps modulo 2**16, so a -1 vote subtracts 3**j; the total lies in [0, 3**M).
+            np.multiply(v[start:stop, j], np.uint16(3**j), out=term, dtype=np.uint16, casting="unsafe")
+            np.add(code, term, out=code)
+        counts += np.bincount(code, minlength=n_codes)
+    return counts
+
+
+def _pattern_votes(counts: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """The patterns that occur: ``(votes, rows)``, votes (P, M) int8 codes and rows (P,) int64."""
+    codes = np.flatnonzero(counts)
+    digits = (codes[:, None] // (3 ** np.arange(m, dtype=np.int64))) % 3
+    return (digits - 1).astype(np.int8), counts[codes]
+
+
+def _pair_counts_weighted(pos: np.ndarray, neg: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """``_pair_counts`` of weighted rows: pos / neg (P, M) bool, weight (P,) int64 rows per pattern."""
+    ind = [pos.astype(np.int64), neg.astype(np.int64)]
+    m = pos.shape[1]
+    t = np.empty((m, m, 2, 2), dtype=np.int64)
+    for a in range(2):
+        weighted = ind[a] * weight[:, None]
+        for b in range(2):
+            t[:, :, a, b] = weighted.T @ ind[b]
+    return t
+
+
+def _ny_from_patterns(votes: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """``_ny_table`` from the patterns of ``_pattern_votes``."""
+    m = votes.shape[1]
+    table = np.zeros((m + 1, m + 1), dtype=np.int64)
+    np.add.at(table, (np.count_nonzero(votes != -1, axis=1), np.count_nonzero(votes == CORRECT, axis=1)), weight)
+    return table
+
+
+def _pair_counts_from_patterns(votes: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """``_vote_pair_counts`` from the patterns of ``_pattern_votes``."""
+    return _pair_counts_weighted(votes == CORRECT, votes == INCORRECT, weight)
+
+
+def _round_tables(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(_vote_pair_counts(v), _ny_table(v))`` of a checked (R, M) round, counting the votes once."""
+    if v.shape[1] <= _PATTERN_MEMBERS:
+        patterns = _pattern_votes(_pattern_counts(v), v.shape[1])
+        return _pair_counts_from_patterns(*patterns), _ny_from_patterns(*patterns)
+    return _vote_pair_counts(v), _ny_table(v)
+
+
 def _vote_pair_counts(v: np.ndarray) -> np.ndarray:
     """(M, M, 2, 2) tables of a checked (R, M) round; category 0 is correct, 1 incorrect."""
+    if v.shape[1] <= _PATTERN_MEMBERS:
+        return _pair_counts_from_patterns(*_pattern_votes(_pattern_counts(v), v.shape[1]))
     cols = np.ascontiguousarray(v.T)
     return _pair_counts(cols == CORRECT, cols == INCORRECT)
 
@@ -102,6 +176,8 @@ def _ny_table(v: np.ndarray) -> np.ndarray:
 
     Returns an int64 array of shape (M + 1, M + 1) indexed [n, y].
     """
+    if v.shape[1] <= _PATTERN_MEMBERS:
+        return _ny_from_patterns(*_pattern_votes(_pattern_counts(v), v.shape[1]))
     rows, m = v.shape
     base = m + 1
     dtype = np.int16 if base * base <= np.iinfo(np.int16).max else np.int64
@@ -225,13 +301,12 @@ def _rounded(x) -> float | None:
 
 
 def _round_summary(v: np.ndarray, members: list[str]) -> dict:
-    t = _vote_pair_counts(v)
+    t, ny = _round_tables(v)
     n = t.sum(axis=(2, 3))
     same = t[:, :, 0, 0] + t[:, :, 1, 1]
     agree = np.full(n.shape, np.nan, dtype=np.float64)
     np.divide(same, n, out=agree, where=n != 0)
     kappa = _kappa_from_tables(t)
-    ny = _ny_table(v)
     pairs = {}
     for i in range(len(members)):
         for j in range(i + 1, len(members)):

@@ -25,7 +25,7 @@ import math
 import numpy as np
 
 from ._codes import CORRECT, MISSING, as_votes
-from ._consensus import _tally_both
+from ._consensus import _tally_both, _tally_rounds
 
 
 def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
@@ -47,8 +47,9 @@ def classify_flips(votes) -> dict[str, np.ndarray]:
     r1, r2 = v[:, :, 0], v[:, :, 1]
     own_yes = r1 == CORRECT
     own_valid = r1 != MISSING
-    y1 = np.count_nonzero(own_yes, axis=1)
-    n1 = np.count_nonzero(own_valid, axis=1)
+    t = _tally_rounds(v)
+    y1 = t.y[:, 0].astype(np.int64)
+    n1 = t.n[:, 0].astype(np.int64)
     peer_yes = y1[:, None] - own_yes  # (R, M)
     peer_no = (n1[:, None] - own_valid) - peer_yes
     peers_correct = peer_yes > peer_no

@@ -22,7 +22,8 @@ WARN_RATE = 0.02  # a diagnostic above this share of votes (or rows) is printed 
 
 def score(a: VoteArrays, quorum: int, run_id: str, *, seed: int = 0, resamples: int = 1000,
           penalty: float = 1.0) -> tuple[list[RowVerdict], dict[str, Any]]:
-    cons = agg.consensus(a.votes, quorum=quorum)
+    tallied = agg.tally_rounds(a.votes)  # one count of the votes serves every metric below
+    cons = agg.consensus(a.votes, quorum=quorum, tally=tallied)
     verdicts = [_row_verdict(i, a, cons) for i in range(len(a.row_ids))]
     n_models = len(a.models)
     s2, counts = agg.group_scores(cons.verdict[:, 1], a.model, n_models)
@@ -31,7 +32,7 @@ def score(a: VoteArrays, quorum: int, run_id: str, *, seed: int = 0, resamples: 
     truth, _ = agg.group_scores((a.gold == agg.CORRECT).astype(np.int8), a.model, n_models)
 
     summary: dict[str, Any] = {"run_id": run_id, "quorum": quorum, "members": a.members}
-    summary.update(agg.deliberation_summary(a.votes, a.members, quorum=quorum))
+    summary.update(agg.deliberation_summary(a.votes, a.members, quorum=quorum, tally=tallied))
     summary["models"] = {
         name: {
             "vendor": a.model_vendors[k], "rows": int(counts[k]), "score": _num(s2[k]), "score_round1": _num(s1[k]),
