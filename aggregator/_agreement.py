@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from ._codes import CORRECT, INCORRECT, as_round, as_votes
+from ._codes import CORRECT, INCORRECT, as_round, as_votes, plain
 
 
 def _pair_counts(pos: np.ndarray, neg: np.ndarray) -> np.ndarray:
@@ -295,9 +295,6 @@ def krippendorff_alpha_nominal(votes_k) -> float:
     return _alpha_from_ny(_ny_table(as_round(votes_k)))
 
 
-def _rounded(x) -> float | None:
-    x = float(x)
-    return None if math.isnan(x) else round(x, 6)
 
 
 def _round_summary(v: np.ndarray, members: list[str]) -> dict:
@@ -311,13 +308,13 @@ def _round_summary(v: np.ndarray, members: list[str]) -> dict:
     for i in range(len(members)):
         for j in range(i + 1, len(members)):
             pairs[f"{members[i]}|{members[j]}"] = {
-                "percent_agreement": _rounded(agree[i, j]),
-                "cohens_kappa": _rounded(kappa[i, j]),
+                "percent_agreement": plain(agree[i, j]),
+                "cohens_kappa": plain(kappa[i, j]),
                 "n": int(n[i, j]),
             }
     return {
-        "fleiss_kappa": _rounded(_fleiss_from_ny(ny)),
-        "krippendorff_alpha": _rounded(_alpha_from_ny(ny)),
+        "fleiss_kappa": plain(_fleiss_from_ny(ny)),
+        "krippendorff_alpha": plain(_alpha_from_ny(ny)),
         "pairs": pairs,
     }
 

@@ -31,6 +31,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._codes import check_names, plain
+
 _MEMORY_BUDGET = 256 * 2**20
 """Bytes the per-chunk work arrays may take together (two int64/float64
 arrays of shape (chunk, n_items) are alive at the peak)."""
@@ -337,18 +339,8 @@ def outrank_probability(samples, a: int, b: int) -> float:
     return (np.count_nonzero(sa > sb) + 0.5 * np.count_nonzero(sa == sb)) / m
 
 
-def _check_names(names, n_models: int) -> list[str]:
-    names = [str(x) for x in names]
-    if len(names) != n_models:
-        raise ValueError(f"got {len(names)} model names for {n_models} models")
-    if len(set(names)) != len(names):
-        raise ValueError("model names must be unique")
-    return names
 
 
-def _plain(x) -> float | None:
-    x = float(x)
-    return None if math.isnan(x) else round(x, 6)
 
 
 def _ranking(point: np.ndarray) -> np.ndarray:
@@ -366,7 +358,7 @@ def adjacent_outranks(result: BootstrapResult, names) -> list[dict]:
     resampled differences at ``result.ci``). Plain Python, rounded to 6
     places, NaN as None.
     """
-    names = _check_names(names, result.point.shape[0])
+    names = check_names(names, result.point.shape[0], "model")
     order = _ranking(result.point)
     out = []
     for hi, lo in zip(order[:-1], order[1:]):
@@ -376,10 +368,10 @@ def adjacent_outranks(result: BootstrapResult, names) -> list[dict]:
             {
                 "higher": names[hi],
                 "lower": names[lo],
-                "p_higher_outranks": _plain(outrank_probability(result.samples, int(hi), int(lo))),
-                "diff": _plain(result.point[hi] - result.point[lo]),
-                "diff_low": _plain(d_low[0]),
-                "diff_high": _plain(d_high[0]),
+                "p_higher_outranks": plain(outrank_probability(result.samples, int(hi), int(lo))),
+                "diff": plain(result.point[hi] - result.point[lo]),
+                "diff_low": plain(d_low[0]),
+                "diff_high": plain(d_high[0]),
             }
         )
     return out
@@ -396,15 +388,15 @@ def bootstrap_summary(result: BootstrapResult, names) -> dict:
     (an int, or a list for tuple seeds) and ``"ci"``. Model names may not
     be one of those four keys.
     """
-    names = _check_names(names, result.point.shape[0])
+    names = check_names(names, result.point.shape[0], "model")
     clash = sorted(set(names) & set(_SUMMARY_KEYS))
     if clash:
         raise ValueError(f"model names clash with summary keys: {clash}")
     out: dict = {
         name: {
-            "score": _plain(result.point[j]),
-            "ci_low": _plain(result.low[j]),
-            "ci_high": _plain(result.high[j]),
+            "score": plain(result.point[j]),
+            "ci_low": plain(result.low[j]),
+            "ci_high": plain(result.high[j]),
         }
         for j, name in enumerate(names)
     }

@@ -15,6 +15,8 @@ import math
 
 import numpy as np
 
+from ._codes import plain
+
 
 def _as_confidence(confidence) -> np.ndarray:
     c = np.asarray(confidence, dtype=np.float64)
@@ -189,9 +191,6 @@ def _nan_ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     return out
 
 
-def _plain(x) -> float | None:
-    x = float(x)
-    return None if math.isnan(x) else round(x, 6)
 
 
 def calibration_summary(
@@ -210,9 +209,9 @@ def calibration_summary(
     )
     return {
         name: {
-            "brier": _plain(res["brier"][j]),
-            "ece": _plain(res["ece"][j]),
-            "selective": _plain(res["selective"][j]),
+            "brier": plain(res["brier"][j]),
+            "ece": plain(res["ece"][j]),
+            "selective": plain(res["selective"][j]),
             "n_confident": int(res["n_confident"][j]),
             "n_abstained": int(res["n_abstained"][j]),
             "n_rows": int(res["n_rows"][j]),

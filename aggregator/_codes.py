@@ -6,6 +6,8 @@ round one and index 1 is round two.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 MISSING = -1
@@ -53,3 +55,21 @@ def check_quorum(quorum) -> int:
     if isinstance(quorum, bool) or not isinstance(quorum, (int, np.integer)) or quorum < 1:
         raise ValueError(f"quorum must be a positive integer, got {quorum!r}")
     return int(quorum)
+
+
+def plain(x) -> float | None:  # noqa: ANN001 - any real number
+    """A number for a summary dict: rounded to 6 places, NaN as None (infinity stays)."""
+    x = float(x)
+    if math.isnan(x):
+        return None
+    return x if math.isinf(x) else round(x, 6)
+
+
+def check_names(names, n: int, what: str) -> list[str]:  # noqa: ANN001 - any iterable of names
+    """``names`` as a list of ``n`` distinct strings, else ValueError."""
+    names = [str(x) for x in names]
+    if len(names) != n:
+        raise ValueError(f"got {len(names)} {what} names for {n} {what}s")
+    if len(set(names)) != len(names):
+        raise ValueError(f"{what} names must be unique")
+    return names

@@ -24,7 +24,7 @@ import math
 
 import numpy as np
 
-from ._codes import CORRECT, MISSING, as_votes
+from ._codes import CORRECT, MISSING, as_votes, check_names, plain
 from ._consensus import _tally_both, _tally_rounds
 
 
@@ -104,18 +104,8 @@ def weak_majority_lift(votes) -> dict:
     }
 
 
-def _plain(x: float) -> float | None:
-    x = float(x)
-    return None if math.isnan(x) else round(x, 6)
 
 
-def _check_members(members, m: int) -> list[str]:
-    members = list(members)
-    if len(members) != m:
-        raise ValueError(f"got {len(members)} member names for {m} members")
-    if len(set(members)) != len(members):
-        raise ValueError("member names must be unique")
-    return members
 
 
 def herding_summary(votes, members: list[str]) -> dict:
@@ -127,7 +117,7 @@ def herding_summary(votes, members: list[str]) -> dict:
     strong_rows, mean_lift_weak_rows.
     """
     v = as_votes(votes)
-    members = _check_members(members, v.shape[1])
+    members = check_names(members, v.shape[1], "member")
     flips = classify_flips(v)
     lift = weak_majority_lift(v)
     conf = int(flips["conforming"].sum())
@@ -138,14 +128,14 @@ def herding_summary(votes, members: list[str]) -> dict:
                 "conforming": int(flips["conforming"][j]),
                 "dissenting": int(flips["dissenting"][j]),
                 "unaligned": int(flips["unaligned"][j]),
-                "conformity_share": _plain(flips["conformity_share"][j]),
+                "conformity_share": plain(flips["conformity_share"][j]),
             }
             for j, name in enumerate(members)
         },
-        "conformity_share_overall": _plain(conf / (conf + diss) if conf + diss else math.nan),
-        "agreement_lift_weak": _plain(lift["agreement_lift_weak"]),
-        "agreement_lift_strong": _plain(lift["agreement_lift_strong"]),
+        "conformity_share_overall": plain(conf / (conf + diss) if conf + diss else math.nan),
+        "agreement_lift_weak": plain(lift["agreement_lift_weak"]),
+        "agreement_lift_strong": plain(lift["agreement_lift_strong"]),
         "weak_rows": lift["weak_rows"],
         "strong_rows": lift["strong_rows"],
-        "mean_lift_weak_rows": _plain(lift["mean_lift_weak_rows"]),
+        "mean_lift_weak_rows": plain(lift["mean_lift_weak_rows"]),
     }

@@ -23,18 +23,11 @@ import math
 
 import numpy as np
 
-from ._codes import CORRECT, MISSING, as_votes, check_quorum
+from ._codes import CORRECT, MISSING, as_votes, check_names, check_quorum, plain
 from ._consensus import consensus
 from ._scores import group_scores
 
 
-def _check_members(members, m: int) -> list[str]:
-    members = list(members)
-    if len(members) != m:
-        raise ValueError(f"got {len(members)} member names for {m} members")
-    if len(set(members)) != len(members):
-        raise ValueError("member names must be unique")
-    return members
 
 
 def _scores(verdict: np.ndarray, scored: np.ndarray | None, model: np.ndarray, n_models: int):
@@ -56,7 +49,7 @@ def rule_scores(
     """
     v = as_votes(votes)
     q = check_quorum(quorum)
-    members = _check_members(members, v.shape[1])
+    members = check_names(members, v.shape[1], "member")
     mdl = np.asarray(model)
     if mdl.ndim != 1 or mdl.shape[0] != v.shape[0]:
         raise ValueError(f"model must have shape ({v.shape[0]},), got {mdl.shape}")
@@ -119,9 +112,6 @@ def kendall_tau_b(x, y) -> float:
     return min(1.0, max(-1.0, tau))
 
 
-def _plain(x: float) -> float | None:
-    x = float(x)
-    return None if math.isnan(x) else round(x, 6)
 
 
 def sensitivity_summary(
@@ -153,11 +143,11 @@ def sensitivity_summary(
     for rule, s in scores.items():
         if rule == "council":
             continue
-        taus[rule] = _plain(kendall_tau_b(s, council))
+        taus[rule] = plain(kendall_tau_b(s, council))
         both = ~(np.isnan(s) | np.isnan(council))
-        changes[rule] = _plain(np.abs(s[both] - council[both]).max()) if both.any() else None
+        changes[rule] = plain(np.abs(s[both] - council[both]).max()) if both.any() else None
     return {
-        "rules": {rule: {name: _plain(s[i]) for i, name in enumerate(names)} for rule, s in scores.items()},
+        "rules": {rule: {name: plain(s[i]) for i, name in enumerate(names)} for rule, s in scores.items()},
         "kendall_tau_vs_council": taus,
         "top_model": top,
         "max_abs_change_vs_council": changes,

@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from ._agreement import _kappa_from_tables, _pair_counts
-from ._codes import CORRECT, INCORRECT, MISSING, _as_int_array, _check_codes, as_round, as_votes
+from ._codes import CORRECT, INCORRECT, MISSING, _as_int_array, _check_codes, as_round, as_votes, plain
 from ._scores import _as_1d, _as_gold
 
 
@@ -129,11 +129,6 @@ def effective_judges(votes_k, gold) -> float:
     return _effective_from_corr(error_correlation(votes_k, gold))[1]
 
 
-def _rounded(x) -> float | None:
-    x = float(x)
-    if math.isnan(x):
-        return None
-    return x if math.isinf(x) else round(x, 6)
 
 
 def truth_summary(votes, consensus_verdict, gold, members: list[str]) -> dict | None:
@@ -170,12 +165,12 @@ def truth_summary(votes, consensus_verdict, gold, members: list[str]) -> dict | 
     member_stats = {}
     for j, name in enumerate(members):
         member_stats[name] = {
-            f"{stat}_round{k + 1}": _rounded(fn(member_tables[k][j]))
+            f"{stat}_round{k + 1}": plain(fn(member_tables[k][j]))
             for stat, fn in (("accuracy", _accuracy_from_tables), ("kappa", _kappa_from_tables))
             for k in range(2)
         }
     consensus_stats = {
-        f"{stat}_round{k + 1}": _rounded(fn(verdict_tables[k]))
+        f"{stat}_round{k + 1}": plain(fn(verdict_tables[k]))
         for stat, fn in (("accuracy", _accuracy_from_tables), ("kappa", _kappa_from_tables))
         for k in range(2)
     }
@@ -186,11 +181,11 @@ def truth_summary(votes, consensus_verdict, gold, members: list[str]) -> dict | 
         "members": member_stats,
         "consensus": consensus_stats,
         "error_correlation": {
-            f"{members[i]}|{members[j]}": _rounded(corr[i, j])
+            f"{members[i]}|{members[j]}": plain(corr[i, j])
             for i in range(m)
             for j in range(i + 1, m)
         },
-        "mean_error_correlation": _rounded(rho_bar),
-        "effective_judges": _rounded(m_eff),
+        "mean_error_correlation": plain(rho_bar),
+        "effective_judges": plain(m_eff),
         "rows_with_gold": known,
     }

@@ -11,14 +11,13 @@ in ``skipped``; the good ones are kept.
 from __future__ import annotations
 
 import gzip
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
 from pydantic import ValidationError
 
-from bank._loader import _json_type, _loc, _message, json_lines
+from bank._loader import _json_type, _loc, _message
 from council.importers._vendor import mapped_vendor, org_vendor, resolve_vendor
 from council.schema import BankItem, ResponseRow
 

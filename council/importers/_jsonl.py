@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from council.importers._core import Candidate, json_lines, not_an_object, read_bytes
+from bank._loader import json_lines
+from council.importers._core import Candidate, not_an_object, read_bytes
 
 
 def read(name: str, *, model: str | None, problems: list[str]) -> Iterator[Candidate]:

@@ -27,7 +27,8 @@ from typing import Any
 
 import orjson
 
-from council.importers._core import Candidate, dig, json_lines, non_blank, not_an_object, read_bytes
+from bank._loader import json_lines
+from council.importers._core import Candidate, dig, non_blank, not_an_object, read_bytes
 from council.importers._vendor import model_from_model_args
 
 

@@ -24,7 +24,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from council.importers._core import Candidate, dig, json_lines, non_blank, not_an_object, read_bytes
+from bank._loader import json_lines
+from council.importers._core import Candidate, dig, non_blank, not_an_object, read_bytes
 
 
 def read(name: str, *, model: str | None, problems: list[str]) -> Iterator[Candidate]:

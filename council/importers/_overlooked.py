@@ -31,7 +31,8 @@ from typing import Any
 
 import orjson
 
-from council.importers._core import Candidate, dig, json_lines, non_blank, not_an_object, read_bytes, text_of
+from bank._loader import json_lines
+from council.importers._core import Candidate, dig, non_blank, not_an_object, read_bytes, text_of
 
 _TEXT_KEYS = ("text", "response", "raw_response")
 

@@ -36,7 +36,6 @@ from council.sim._judging import Message, decide
 from council.sim._quota import Clock, QuotaBook
 from council.sim._truth import TruthTable
 from council.vendors import DEFAULT_ROSTER, vendor_of
-from elicitor.parsing import parse_elicited
 
 _JSON = "application/json"
 _STAT_KEYS = (
