@@ -54,7 +54,6 @@ class Coordinator:
         self.budget = budget or Budget(None)
         self._on_elicited = on_elicited
         self._archived_elicited = archived_elicited or {}
-        self.elicited: list[ElicitedRecord] = []
         names = [*config.roster_vendors, *(m.judge_model for m in config.roster), *extra_names]
         self._scrub = scrubber(names)
         self.issued = 0
@@ -65,7 +64,7 @@ class Coordinator:
         runs out stops new rows; the votes in flight finish and are archived."""
         await self._work(iter(rows), self.grade_row)
 
-    async def run_elicited(self, tasks: Iterable) -> list[ResponseRow]:  # noqa: ANN001 - ElicitTasks
+    async def run_elicited(self, tasks: list) -> list[ResponseRow]:  # noqa: ANN001 - ElicitTasks
         """Ask the models under test, then grade each answer as soon as it arrives (no barrier between
         elicitation and grading). Answers that were truncated or empty are archived, never graded."""
         rows: dict[str, ResponseRow] = {}
@@ -74,7 +73,6 @@ class Coordinator:
             record = self._archived_elicited.get(task.row_id)
             if record is None or record.error is not None:
                 record = await self._elicit(task)
-            self.elicited.append(record)
             if record.gradable:
                 row = ResponseRow(row_id=record.row_id, item_id=record.item_id, model=record.model,
                                   response=record.answer or "", confidence=record.confidence,

@@ -117,12 +117,10 @@ class Judge:
             await self.limiter.acquire_slot()
             try:
                 k = self.batch_size()
-                round_ = 2 if self._queues[2] else 1
                 # Reserve for a full batch; what a smaller batch does not use is given back on settling.
                 reserve = int(k * (self._row_chars / 4 + OUTPUT_TOKENS_PER_ROW)) + (BATCH_OVERHEAD_CHARS // 4 if k > 1 else 0)
                 await self.limiter.admit(reserve)
-                if not self._queues[round_]:
-                    round_ = 2 if self._queues[2] else 1
+                round_ = self._next_round(k)
                 queue = self._queues[round_]
                 batch = [queue.popleft() for _ in range(min(k, len(queue)))]
             except BaseException:
@@ -136,6 +134,11 @@ class Judge:
             send = asyncio.create_task(self._send(round_, batch))
             self._sending.add(send)
             send.add_done_callback(self._sending.discard)
+
+    def _next_round(self, k: int) -> int:
+        """Round two first (it finishes rows), unless round one can fill a larger batch."""
+        q1, q2 = len(self._queues[1]), len(self._queues[2])
+        return 2 if q2 and q2 >= min(k, q1) else 1
 
     async def _send(self, round_: int, batch: list[tuple[JudgeTask, asyncio.Future[JudgeCallRecord]]]) -> None:
         try:

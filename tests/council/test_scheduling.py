@@ -98,7 +98,7 @@ async def test_settles_on_a_provider_limit_lower_than_configured(headers):
     assert achieved_rpm >= 0.75 * 2400, (achieved_rpm, stats)
     assert achieved_rpm <= 1.1 * 2400 + 60 * 40 / elapsed  # the provider's own burst allowance on top
     if headers:  # the announced limit is believed at once
-        assert share_429 <= 0.02, stats
+        assert share_429 <= 0.04, stats  # only the first lease, granted before any answer announced the limit
     else:  # found by cutting on 429s and probing back up
         assert share_429 <= 0.10, stats
         assert ledger.stats.cuts >= 1
