@@ -217,13 +217,13 @@ def print_result(result: RunResult) -> None:
     ci = s.get("uncertainty", {}).get("scores", {})
     table = Table(title=f"council run {s['run_id']}  ({s['rows']} rows, {result.seconds:.1f} s)")
     has_truth = "accuracy_vs_gold" in s
-    for col in ("model", "rows", "round 1", "council", "95% CI", *(("truth",) if has_truth else ())):
+    for col in ("model", "rows", "round 1", "council", "95% CI", "ties", *(("truth",) if has_truth else ())):
         table.add_column(col, justify="left" if col == "model" else "right", no_wrap=col != "model")
     ranked = sorted(s["models"].items(), key=lambda kv: -(kv[1]["score"] or 0.0))
     for model, m in ranked:
         c = ci.get(model, {})
         table.add_row(model, str(m["rows"]), _pct(m["score_round1"]), _pct(m["score"]),
-                      f"{_pct(c.get('ci_low'))}-{_pct(c.get('ci_high'))}" if c else "-",
+                      f"{_pct(c.get('ci_low'))}-{_pct(c.get('ci_high'))}" if c else "-", _pct(m.get("tie_rate")),
                       *((_pct(m.get("true_score")),) if has_truth else ()))
     out.print(table)
     _print_rules(s.get("grader_rules"))

@@ -30,12 +30,14 @@ def score(a: VoteArrays, quorum: int, run_id: str, *, seed: int = 0, resamples: 
     s1, _ = agg.group_scores(cons.verdict[:, 0], a.model, n_models)
     has_gold = bool((a.gold != agg.MISSING).any())
     truth, _ = agg.group_scores((a.gold == agg.CORRECT).astype(np.int8), a.model, n_models)
+    ties, _ = agg.group_scores(cons.tie[:, 1].astype(np.int8), a.model, n_models)  # ties resolve to incorrect
 
     summary: dict[str, Any] = {"run_id": run_id, "quorum": quorum, "members": a.members}
     summary.update(agg.deliberation_summary(a.votes, a.members, quorum=quorum, tally=tallied))
     summary["models"] = {
         name: {
             "vendor": a.model_vendors[k], "rows": int(counts[k]), "score": _num(s2[k]), "score_round1": _num(s1[k]),
+            "tie_rate": _num(ties[k]),
             **({"true_score": _num(truth[k])} if has_gold else {}),
         }
         for k, name in sorted(enumerate(a.models), key=lambda kv: kv[1])

@@ -210,3 +210,13 @@ def test_sim_command_and_provider_url(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+async def test_tie_rate_per_model_matches_the_flagged_rows(sample_runs):
+    result = sample_runs["planted", True]
+    verdicts = lines(result.run_dir / "verdicts.jsonl")
+    for model, m in result.summary["models"].items():
+        mine = [v for v in verdicts if v["model"] == model]
+        assert m["tie_rate"] == pytest.approx(sum("tie" in v["flags"] for v in mine) / len(mine), abs=1e-6)
+    # an even panel (a council vendor's model, four judges) can tie; the five-judge panel only with a missing vote
+    assert result.summary["models"]["anthropic/claude-haiku-4.5"]["tie_rate"] > 0
