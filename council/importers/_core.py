@@ -11,13 +11,13 @@ in ``skipped``; the good ones are kept.
 from __future__ import annotations
 
 import gzip
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import ValidationError
 
-from bank._loader import _json_type, _loc, _message
+from bank._loader import _json_type, _loc, _message, json_lines
 from council.importers._vendor import mapped_vendor, org_vendor, resolve_vendor
 from council.schema import BankItem, ResponseRow
 
@@ -89,6 +89,22 @@ def read_bytes(name: str, problems: list[str]) -> bytes | None:
     if data.startswith(_BOM):
         data = data[len(_BOM):]
     return data
+
+
+def jsonl_candidates(name: str, problems: list[str], make: Callable[[str, dict[str, Any]], Candidate]
+                     ) -> Iterator[Candidate]:
+    """A candidate per line of a JSONL file: ``make(line, object)``, or the line's problem."""
+    data = read_bytes(name, problems)
+    if data is None:
+        return
+    for lineno, obj, error in json_lines(name, data, problems):
+        loc = str(lineno)
+        if error is not None:
+            yield Candidate(loc).issue("-", error)
+        elif not isinstance(obj, dict):
+            yield not_an_object(loc, obj)
+        else:
+            yield make(loc, obj)
 
 
 def not_an_object(loc: str, value: Any) -> Candidate:

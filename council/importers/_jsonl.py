@@ -11,20 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from bank._loader import json_lines
-from council.importers._core import Candidate, not_an_object, read_bytes
+from council.importers._core import Candidate, jsonl_candidates
 
 
 def read(name: str, *, model: str | None, problems: list[str]) -> Iterator[Candidate]:
-    data = read_bytes(name, problems)
-    if data is None:
-        return
-    for lineno, obj, error in json_lines(name, data, problems):
-        loc = str(lineno)
-        if error is not None:
-            yield Candidate(loc).issue("-", error)
-        elif not isinstance(obj, dict):
-            yield not_an_object(loc, obj)
-        else:
-            hint = obj.get("vendor") if isinstance(obj.get("vendor"), str) else None
-            yield Candidate(loc, fields=dict(obj), vendor_hint=hint, dup_field="row_id")
+    def make(loc: str, obj: dict) -> Candidate:
+        hint = obj.get("vendor") if isinstance(obj.get("vendor"), str) else None
+        return Candidate(loc, fields=dict(obj), vendor_hint=hint, dup_field="row_id")
+
+    yield from jsonl_candidates(name, problems, make)

@@ -27,8 +27,7 @@ from typing import Any
 
 import orjson
 
-from bank._loader import json_lines
-from council.importers._core import Candidate, dig, non_blank, not_an_object, read_bytes
+from council.importers._core import Candidate, dig, jsonl_candidates, non_blank, read_bytes
 from council.importers._vendor import model_from_model_args
 
 
@@ -39,17 +38,7 @@ def read(name: str, *, model: str | None, problems: list[str]) -> Iterator[Candi
     model_id = model or _model_from_results(name, problems)
     if model_id is None:
         return
-    data = read_bytes(name, problems)
-    if data is None:
-        return
-    for lineno, obj, error in json_lines(name, data, problems):
-        loc = str(lineno)
-        if error is not None:
-            yield Candidate(loc).issue("-", error)
-        elif not isinstance(obj, dict):
-            yield not_an_object(loc, obj)
-        else:
-            yield _candidate(loc, obj, model_id)
+    yield from jsonl_candidates(name, problems, lambda loc, obj: _candidate(loc, obj, model_id))
 
 
 def _candidate(loc: str, obj: dict[str, Any], model_id: str) -> Candidate:
