@@ -83,9 +83,6 @@ class Judge:
     async def grade_batch(self, tasks: list[JudgeTask]) -> list[JudgeCallRecord]:
         return list(await asyncio.gather(*(self.submit(t) for t in tasks)))
 
-    async def grade(self, task: JudgeTask) -> JudgeCallRecord:
-        return await self.submit(task)
-
     def submit(self, task: JudgeTask) -> asyncio.Future[JudgeCallRecord]:
         if self._pump_task is None or self._pump_task.done():
             self._pump_task = asyncio.create_task(self._pump(), name=f"judge-{self.member.vendor}")
@@ -126,7 +123,8 @@ class Judge:
             except BaseException:
                 await self.limiter.release_slot()
                 raise
-            if not batch:
+            if not batch:  # cannot happen while the pump is the only one to take from the queues
+                self.limiter.settle(reserve, 0)
                 await self.limiter.release_slot()
                 continue
             messages, max_tokens, _ = self._request(round_, [t.body for t, _ in batch])
