@@ -77,8 +77,11 @@ async def test_local_backend_end_to_end(tmp_path):
 
 
 async def test_ray_backend_end_to_end(tmp_path, ray_session):
+    import ray
+
     result = await grade(tmp_path, subset(tmp_path, 8), backend="ray")
     check_run_folder(result, 48)
+    assert {n["NodeManagerAddress"] for n in ray.nodes()} == {"127.0.0.1"}  # Ray stays on the loopback
 
 
 async def test_same_seed_same_verdicts(tmp_path):

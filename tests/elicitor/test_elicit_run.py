@@ -38,8 +38,11 @@ def sim_file(tmp_path, **models):
 
 
 async def test_six_models_elicited_graded_and_calibrated(tmp_path):
+    judges = {v: {"price_in_per_mtok": 2.0, "price_out_per_mtok": 8.0}
+              for v in ("anthropic", "google", "openai", "alibaba", "deepseek")}
     req = RunRequest(bank=bank.SAMPLE_BANK, responses=bank.SAMPLE_RESPONSES, runs_dir=tmp_path / "runs",
-                     run_id="e", backend="local", models=MODELS, config=CouncilConfig(model_prices=PRICES))
+                     run_id="e", backend="local", models=MODELS,
+                     config=CouncilConfig(model_prices=PRICES, vendors=judges))
     result = await run_council(req)
     folder = result.run_dir
     elicited = lines(folder / "elicited.jsonl")
@@ -54,7 +57,9 @@ async def test_six_models_elicited_graded_and_calibrated(tmp_path):
     cal = summary["calibration"]
     for model in MODELS:
         assert cal[model]["brier"] is not None and 0 <= cal[model]["ece"] <= 1 and cal[model]["selective"] is not None
-    assert summary["cost_usd"] > sum(r["cost_usd"] for r in elicited)  # elicitation plus judging
+    judging = sum(r["cost_usd"] for name in ("round1.jsonl", "round2.jsonl") for r in lines(folder / name))
+    assert judging > 0
+    assert summary["cost_usd"] == pytest.approx(sum(r["cost_usd"] for r in elicited) + judging, abs=1e-6)
     verdicts = lines(folder / "verdicts.jsonl")
     assert len(verdicts) == len(rows)
 
