@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlparse
 
 import orjson
@@ -16,6 +16,34 @@ from council.schema import MemberSpec
 from council.vendors import DEFAULT_ROSTER
 
 EMBEDDED_API_KEY = "embedded-provider"  # the embedded provider accepts any bearer token
+
+
+def read_json_object(path: str | os.PathLike[str], what: str) -> dict[str, Any]:
+    """A JSON file holding one object (a config, a vendor map), or ConfigError naming the file."""
+    try:
+        data = orjson.loads(Path(path).read_bytes())
+    except FileNotFoundError as exc:
+        raise ConfigError(f"{path}: {what} not found") from exc
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read {what}: {exc.strerror or exc}") from exc
+    except orjson.JSONDecodeError as exc:
+        raise ConfigError(f"{path}: {what} is not valid JSON ({exc.msg} at line {exc.lineno})") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: {what} must be one JSON object, got {type(data).__name__}")
+    return data
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def model_from_file(model: type[M], path: str | os.PathLike[str], what: str, **overrides: Any) -> M:
+    """``model`` validated from a JSON file with ``overrides`` on top; every problem in one ConfigError."""
+    data = read_json_object(path, what)
+    try:
+        return model.model_validate({**data, **overrides})
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or '<root>'}: {e['msg']}" for e in exc.errors())
+        raise ConfigError(f"{path}: bad {what}: {problems}") from exc
 
 
 class _Frozen(BaseModel):
@@ -111,19 +139,7 @@ class CouncilConfig(_Frozen):
     @classmethod
     def from_file(cls, path: Path, **overrides: Any) -> CouncilConfig:
         """A JSON config file (the fields of this class), with command-line ``overrides`` on top."""
-        try:
-            data = orjson.loads(Path(path).read_bytes())
-        except OSError as exc:
-            raise ConfigError(f"{path}: cannot read config: {exc.strerror or exc}") from exc
-        except orjson.JSONDecodeError as exc:
-            raise ConfigError(f"{path}: not valid JSON: {exc}") from exc
-        if not isinstance(data, dict):
-            raise ConfigError(f"{path}: a config file holds one JSON object")
-        try:
-            return cls.model_validate({**data, **overrides})
-        except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or '<root>'}: {e['msg']}" for e in exc.errors())
-            raise ConfigError(f"{path}: {problems}") from exc
+        return model_from_file(cls, path, "council config", **overrides)
 
     @field_validator("roster")
     @classmethod

@@ -98,15 +98,22 @@ class Coordinator:
 
     async def _elicit(self, task) -> ElicitedRecord:  # noqa: ANN001
         vendor = vendor_of(task.model)
-        price_in, price_out = self.config.price_for(task.model, vendor)
-        projected = _cost(estimate_tokens(elicit_messages(task.prompt), 0), self.config.elicit_max_tokens,
-                          price_in, price_out)
+        projected = self._projected(lambda: elicit_messages(task.prompt), self.config.elicit_max_tokens, task.model,
+                                    vendor)
         await self.budget.reserve(projected)
         record = await self._pool.elicit(vendor, task)
         await self.budget.settle(projected, record.cost_usd)
         if self._on_elicited is not None:
             self._on_elicited(record)
         return record
+
+    def _projected(self, messages: Callable[[], list[dict[str, str]]], max_tokens: int, model: str,
+                   vendor: str) -> float:
+        """A call's projected cost (its prompt plus its output bound); nothing to work out without a budget."""
+        if self.budget.limit_usd is None:
+            return 0.0
+        price_in, price_out = self.config.price_for(model, vendor)
+        return (estimate_tokens(messages(), 0) * price_in + max_tokens * price_out) / 1e6
 
     async def grade_row(self, row: ResponseRow) -> None:
         item = self.items[row.item_id]
@@ -149,8 +156,8 @@ class Coordinator:
             self.served_from_archive += 1
             return copy
         task = JudgeTask(row.row_id, round_, body, letters, rubric_hash=rubric, request_key=key)
-        price_in, price_out = self.config.price_for(member.judge_model, member.vendor)
-        projected = _cost(estimate_tokens(single_messages(round_, body), 0), params.max_tokens, price_in, price_out)
+        projected = self._projected(lambda: single_messages(round_, body), params.max_tokens, member.judge_model,
+                                    member.vendor)
         await self.budget.reserve(projected)
         self.issued += 1
         try:
@@ -163,10 +170,6 @@ class Coordinator:
             record = record.model_copy(update={"shadow": True})
         self._on_record(record)
         return record
-
-
-def _cost(prompt_tokens: int, output_tokens: int, price_in: float, price_out: float) -> float:
-    return (prompt_tokens * price_in + output_tokens * price_out) / 1e6
 
 
 def _settled(results: list) -> list[JudgeCallRecord]:

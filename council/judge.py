@@ -36,6 +36,9 @@ OUTPUT_TOKENS_PER_ROW = 96  # max_tokens per row of a batched request
 BATCH_OVERHEAD_CHARS = 1200  # system prompt and instructions of a batched request
 
 
+_Request = tuple[list[dict[str, str]], int, dict]  # messages, max_tokens, response_format
+
+
 @dataclass(frozen=True, slots=True)
 class JudgeTask:
     """One vote to ask for: the row, the round and the prompt body (rendered and scrubbed by the coordinator)."""
@@ -127,9 +130,9 @@ class Judge:
                 self.limiter.settle(reserve, 0)
                 await self.limiter.release_slot()
                 continue
-            messages, max_tokens, _ = self._request(round_, [t.body for t, _ in batch])
-            self.limiter.settle(reserve, estimate_tokens(messages, max_tokens))  # the request's own estimate
-            send = asyncio.create_task(self._send(round_, batch))
+            request = self._request(round_, [t.body for t, _ in batch])
+            self.limiter.settle(reserve, estimate_tokens(request[0], request[1]))  # the request's own estimate
+            send = asyncio.create_task(self._send(batch, request))
             self._sending.add(send)
             send.add_done_callback(self._sending.discard)
 
@@ -138,14 +141,15 @@ class Judge:
         q1, q2 = len(self._queues[1]), len(self._queues[2])
         return 2 if q2 and q2 >= min(k, q1) else 1
 
-    async def _send(self, round_: int, batch: list[tuple[JudgeTask, asyncio.Future[JudgeCallRecord]]]) -> None:
+    async def _send(self, batch: list[tuple[JudgeTask, asyncio.Future[JudgeCallRecord]]],
+                    request: _Request) -> None:
         try:
             tasks = [t for t, _ in batch]
             try:
                 if len(tasks) == 1:
-                    records = [await self._ask_one(tasks[0], admitted=True)]
+                    records = [await self._ask_one(tasks[0], request)]
                 else:
-                    records = await self._ask_many(round_, tasks, admitted=True)
+                    records = await self._ask_many(tasks, request)
             except Exception as exc:  # never leave a waiting row hanging
                 for _, future in batch:
                     if not future.done():
@@ -159,7 +163,7 @@ class Judge:
             await self.limiter.release_slot()
 
     # -- one request ---------------------------------------------------------------------------------------
-    def _request(self, round_: int, bodies: list[str]) -> tuple[list[dict[str, str]], int, dict]:
+    def _request(self, round_: int, bodies: list[str]) -> _Request:
         """Messages, output bound and response format of a request for these rows."""
         if len(bodies) == 1:
             return single_messages(round_, bodies[0]), self.params.max_tokens, RESPONSE_FORMAT
@@ -178,12 +182,13 @@ class Judge:
         call.raws.append(result.content or "")
         return result.content or ""
 
-    async def _ask_one(self, task: JudgeTask, *, admitted: bool = False) -> JudgeCallRecord:
-        """One row alone: the question, then at most one repair re-ask; never a guessed vote."""
+    async def _ask_one(self, task: JudgeTask, request: _Request | None = None) -> JudgeCallRecord:
+        """One row alone: the question, then at most one repair re-ask; never a guessed vote. A ``request``
+        given was built and admitted by the pump; without one the row is asked anew (a batch's leftover)."""
         call, vote, status = _Call(), None, "unparseable"
-        messages, max_tokens, fmt = self._request(task.round, [task.body])
+        messages, max_tokens, fmt = request or self._request(task.round, [task.body])
         try:
-            content = await self._chat(messages, max_tokens, fmt, call, admitted)
+            content = await self._chat(messages, max_tokens, fmt, call, admitted=request is not None)
             vote = parse_verdict(content)
             status = "ok"
             if vote is None:
@@ -194,12 +199,12 @@ class Judge:
             status, call.error, call.attempts = "error", str(exc), call.attempts + exc.attempts
         return self._record(task, vote, status, call, uuid.uuid4().hex, 1, call.usage)
 
-    async def _ask_many(self, round_: int, tasks: list[JudgeTask], *, admitted: bool = False) -> list[JudgeCallRecord]:
-        """Several rows of one round in one request; rows the answer leaves out are asked again alone."""
+    async def _ask_many(self, tasks: list[JudgeTask], request: _Request) -> list[JudgeCallRecord]:
+        """Several rows of one round in one (admitted) request; rows the answer leaves out are asked again alone."""
         call, votes, status = _Call(), None, "ok"
-        messages, max_tokens, fmt = self._request(round_, [t.body for t in tasks])
+        messages, max_tokens, fmt = request
         try:
-            content = await self._chat(messages, max_tokens, fmt, call, admitted)
+            content = await self._chat(messages, max_tokens, fmt, call, admitted=True)
             votes = parse_batch(content, len(tasks))
             if votes is None:
                 content = await self._chat(repair_messages(messages, content), max_tokens, fmt, call, False)

@@ -56,18 +56,18 @@ def score(a: VoteArrays, quorum: int, run_id: str, *, seed: int = 0, resamples: 
         }
     if (a.shadow != agg.MISSING).any():
         summary["self_preference"] = _self_preference(a, cons.verdict[:, 1])
-    summary.update(statistics(a, cons, quorum, seed=seed, resamples=resamples, penalty=penalty))
+    summary.update(statistics(a, cons, tallied, quorum, seed=seed, resamples=resamples, penalty=penalty))
     return verdicts, summary
 
 
-def statistics(a: VoteArrays, cons: agg.Consensus, quorum: int, *, seed: int, resamples: int,
+def statistics(a: VoteArrays, cons: agg.Consensus, tallied: agg.Tally, quorum: int, *, seed: int, resamples: int,
                penalty: float) -> dict[str, Any]:
     """Agreement, reliability against truth, herding, grader-rule sensitivity, uncertainty, calibration."""
     out: dict[str, Any] = {
         "agreement": agg.agreement_summary(a.votes, a.members),
         "herding": agg.herding_summary(a.votes, a.members),
         "grader_rules": agg.sensitivity_summary(a.votes, a.model, a.models, a.members, quorum=quorum),
-        "uncertainty": _uncertainty(a, cons, seed=seed, resamples=resamples),
+        "uncertainty": _uncertainty(a, cons, tallied, seed=seed, resamples=resamples),
     }
     truth = agg.truth_summary(a.votes, cons.verdict, a.gold, a.members)
     if truth is not None:
@@ -78,7 +78,8 @@ def statistics(a: VoteArrays, cons: agg.Consensus, quorum: int, *, seed: int, re
     return out
 
 
-def _uncertainty(a: VoteArrays, cons: agg.Consensus, *, seed: int, resamples: int) -> dict[str, Any]:
+def _uncertainty(a: VoteArrays, cons: agg.Consensus, tallied: agg.Tally, *, seed: int, resamples: int
+                 ) -> dict[str, Any]:
     """Percentile bootstrap over items, paired across models: scores overall and per probe, and the
     deliberation metrics (as ratios of per-item sums)."""
     n_items = len(a.items)
@@ -86,11 +87,7 @@ def _uncertainty(a: VoteArrays, cons: agg.Consensus, *, seed: int, resamples: in
     kw = {"n_resamples": resamples, "seed": seed}
     overall = agg.bootstrap_summary(agg.bootstrap_scores(S, C, **kw), a.models)
     by_probe = agg.bootstrap_by_group(S, C, a.probe_of_item, len(a.probes), **kw)
-    valid = a.votes != agg.MISSING
-    both = valid[:, :, 0] & valid[:, :, 1]
-    changed = (both & (a.votes[:, :, 0] != a.votes[:, :, 1])).any(axis=1)
-    eligible = both.any(axis=1)
-    agreement = agg.agreement(a.votes)
+    agreement = agg.agreement(a.votes, tally=tallied)
     lifted = ~np.isnan(agreement).any(axis=1)
     lift = np.where(lifted, agreement[:, 1] - agreement[:, 0], 0.0)
 
@@ -102,7 +99,7 @@ def _uncertainty(a: VoteArrays, cons: agg.Consensus, *, seed: int, resamples: in
     return {
         "scores": overall,
         "by_probe": {p: agg.bootstrap_summary(r, a.models) for p, r in zip(a.probes, by_probe, strict=True)},
-        "deliberation_impact": ratio(changed.astype(np.float64), eligible.astype(np.float64)),
+        "deliberation_impact": ratio(tallied.changed.astype(np.float64), tallied.eligible.astype(np.float64)),
         "agreement_lift": ratio(lift, lifted.astype(np.float64)),
     }
 

@@ -22,8 +22,8 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-import orjson
 
+from council.config import read_json_object
 from council.errors import ConfigError, InputError
 from council.importers import _inspect, _jsonl, _lm_eval, _openai_evals, _overlooked
 from council.importers._core import Candidate, ImportResult, collect
@@ -98,16 +98,7 @@ def import_responses(
 def load_vendor_map(path: str | os.PathLike[str]) -> dict[str, str]:
     """A vendor map file: one JSON object, model id or prefix -> vendor (non-empty strings)."""
     name = os.fspath(path)
-    try:
-        data = orjson.loads(Path(name).read_bytes())
-    except FileNotFoundError as exc:
-        raise ConfigError(f"{name}: vendor map not found") from exc
-    except OSError as exc:
-        raise ConfigError(f"{name}: cannot read vendor map: {exc.strerror or exc}") from exc
-    except orjson.JSONDecodeError as exc:
-        raise ConfigError(f"{name}: vendor map is not valid JSON ({exc.msg} at line {exc.lineno})") from exc
-    if not isinstance(data, dict):
-        raise ConfigError(f"{name}: vendor map must be a JSON object of model id or prefix -> vendor")
+    data = read_json_object(name, "vendor map")
     bad = [k for k, v in data.items() if not k.strip() or not isinstance(v, str) or not v.strip()]
     if bad:
         listed = ", ".join(map(repr, bad))

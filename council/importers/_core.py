@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
 from pydantic import ValidationError
 
 from bank._loader import _json_type, _loc, _message, json_lines
@@ -89,6 +90,21 @@ def read_bytes(name: str, problems: list[str]) -> bytes | None:
     if data.startswith(_BOM):
         data = data[len(_BOM):]
     return data
+
+
+NOTHING = object()  # what json_document gives for a file with no JSON value
+
+
+def json_document(name: str, data: bytes, problems: list[str]) -> Any:
+    """The one JSON value of a file, or ``NOTHING`` with the problem recorded (empty or invalid)."""
+    if not data.strip():
+        problems.append(f"{name}: empty file (no records)")
+        return NOTHING
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        problems.append(f"{name}: invalid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})")
+        return NOTHING
 
 
 def jsonl_candidates(name: str, problems: list[str], make: Callable[[str, dict[str, Any]], Candidate]

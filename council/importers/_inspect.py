@@ -28,7 +28,9 @@ from typing import Any
 
 import orjson
 
-from council.importers._core import Candidate, dig, non_blank, not_an_object, read_bytes, text_of
+from council.importers._core import (
+    NOTHING, Candidate, dig, json_document, non_blank, not_an_object, read_bytes, text_of,
+)
 
 _HEADERS = ("header.json", "_journal/start.json")
 
@@ -40,13 +42,8 @@ def read(name: str, *, model: str | None, problems: list[str]) -> Iterator[Candi
     data = read_bytes(name, problems)
     if data is None:
         return
-    if not data.strip():
-        problems.append(f"{name}: empty file (no records)")
-        return
-    try:
-        log = orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        problems.append(f"{name}: invalid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})")
+    log = json_document(name, data, problems)
+    if log is NOTHING:
         return
     if not isinstance(log, dict):
         problems.append(f"{name}: not an inspect_ai log (expected a JSON object with 'eval' and 'samples')")

@@ -32,7 +32,9 @@ from typing import Any
 import orjson
 
 from bank._loader import json_lines
-from council.importers._core import Candidate, dig, non_blank, not_an_object, read_bytes, text_of
+from council.importers._core import (
+    NOTHING, Candidate, dig, json_document, non_blank, not_an_object, read_bytes, text_of,
+)
 
 _TEXT_KEYS = ("text", "response", "raw_response")
 
@@ -45,13 +47,8 @@ def read(name: str, *, model: str | None, problems: list[str]) -> Iterator[Candi
     if data is None:
         return
     if name.endswith(".json"):
-        if not data.strip():
-            problems.append(f"{name}: empty file (no records)")
-            return
-        try:
-            doc = orjson.loads(data)
-        except orjson.JSONDecodeError as exc:
-            problems.append(f"{name}: invalid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})")
+        doc = json_document(name, data, problems)
+        if doc is NOTHING:
             return
         if isinstance(doc, list):
             for index, record in enumerate(doc):

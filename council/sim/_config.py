@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import orjson
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from council.errors import ConfigError
+from council.config import model_from_file
 
 _Rate = Field(ge=0.0, le=1.0)
 
@@ -114,21 +113,4 @@ class SimConfig(BaseModel):
     @classmethod
     def from_file(cls, path: str | Path) -> SimConfig:
         """Read a JSON file shaped like ``SimConfig.model_dump()``; raise ConfigError on any problem."""
-        p = Path(path)
-        try:
-            raw = p.read_bytes()
-        except OSError as exc:
-            raise ConfigError(f"{p}: cannot read simulator config: {exc.strerror or exc}") from exc
-        try:
-            data = orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
-            raise ConfigError(f"{p}: simulator config is not valid JSON: {exc}") from exc
-        if not isinstance(data, dict):
-            raise ConfigError(f"{p}: simulator config must be a JSON object, got {type(data).__name__}")
-        try:
-            return cls.model_validate(data)
-        except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(part) for part in err['loc']) or '<root>'}: {err['msg']}" for err in exc.errors()
-            )
-            raise ConfigError(f"{p}: bad simulator config: {problems}") from exc
+        return model_from_file(cls, path, "simulator config")
