@@ -37,11 +37,15 @@ from ._deliberation import (
 )
 from ._herding import classify_flips, herding_summary, weak_majority_lift
 from ._scores import accuracy_against, group_scores, member_accuracy
+from ._paired import paired_agreement, wilson_interval
 from ._selfpref import self_preference
 from ._sensitivity import kendall_tau_b, rule_scores, sensitivity_summary
-from ._truth import effective_judges, error_correlation, kappa_against, truth_summary
+from ._truth import council_versus_members, effective_judges, error_correlation, kappa_against, truth_summary
 
 __all__ = [
+    "council_versus_members",
+    "paired_agreement",
+    "wilson_interval",
     "BootstrapResult",
     "CORRECT",
     "Consensus",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, TypeVar
 
 import orjson
@@ -45,18 +45,22 @@ def load_bank(path: str | os.PathLike[str]) -> list[BankItem]:
 
 
 def load_responses(
-    path: str | os.PathLike[str], items: list[BankItem] | None = None
+    path: str | os.PathLike[str], items: list[BankItem] | None = None, vendor_map: Mapping[str, str] | None = None
 ) -> list[ResponseRow]:
     """Every response row at ``path``, in file order; raises InputError listing every problem.
 
-    With ``items``, a row whose ``item_id`` is not in that bank is a problem too.
+    With ``items``, a row whose ``item_id`` is not in that bank is a problem too. Each row's vendor is
+    decided by ``council.vendors.row_vendor`` with ``vendor_map`` (the operator's ``--vendor-map``, which
+    wins over the built-in rules and over the row's own ``vendor``): a model whose vendor cannot be decided,
+    or whose stated vendor contradicts it, is a problem of that line (``file:line: model: ...`` or
+    ``file:line: vendor: ...``).
     """
     name = os.fspath(path)
     known = None if items is None else {item.id for item in items}
     problems: list[str] = []
     rows: list[ResponseRow] = []
     first_line: dict[str, int] = {}
-    for lineno, raw, row in _parse(name, ResponseRow, problems):
+    for lineno, raw, row in _parse(name, ResponseRow, problems, context={"vendor_map": vendor_map}):
         key = row.row_id if row is not None else _raw_row_id(raw)
         if key is not None:
             if key in first_line:
@@ -99,12 +103,13 @@ def _problem(name: str, lineno: int, field: str, message: str) -> str:
 
 
 def _parse(
-    name: str, model: type[M], problems: list[str]
+    name: str, model: type[M], problems: list[str], context: dict[str, Any] | None = None
 ) -> Iterator[tuple[int, dict[str, Any], M | None]]:
     """Yield (line number, raw object, record or None) for each JSON-object line.
 
     A problem is appended for every line that is not a JSON object or fails validation (its record is
-    then None, but its raw object is still yielded so duplicates can be reported against it).
+    then None, but its raw object is still yielded so duplicates can be reported against it). ``context``
+    is pydantic's validation context (the responses loader passes the vendor map in it).
     """
     try:
         with open(name, "rb") as handle:
@@ -128,7 +133,7 @@ def _parse(
             problems.append(_problem(name, lineno, "-", f"expected a JSON object, got {_json_type(obj)}"))
             continue
         try:
-            record = model.model_validate(obj)
+            record = model.model_validate(obj, context=context)
         except ValidationError as exc:
             for error in exc.errors(include_url=False):
                 problems.append(_problem(name, lineno, _loc(error["loc"]), _message(error)))

@@ -1,56 +1,70 @@
-"""Deliberation and agreement metrics at scale: this project's numpy aggregator against pandas.
+"""Deliberation and agreement metrics at scale: this project's numpy aggregator against pandas, like for like.
 
-Data: a seeded synthetic council run of 10 million rows x 5 members x 2 rounds (int8 codes,
--1 missing / 0 incorrect / 1 correct). Each row has a latent chance of being judged correct;
-about 10% of votes are missing (independently per member and round) and round two is round one
-with about 5% of the votes flipped.
+Data: a seeded synthetic council run of N rows x 5 members x 2 rounds (int8 codes, -1 missing /
+0 incorrect / 1 correct). Each row has a latent chance of being judged correct; about 10% of votes
+are missing (independently per member and round) and round two is round one with about 5% of the
+votes flipped. Generation is not timed.
 
-Metrics timed, identically on both sides:
-    consensus of both rounds (verdicts, ties, no-quorum rows), deliberation_impact, agreement_lift,
-    consensus_flip_rate, unanimity_lift, member_flips (to_correct, to_incorrect, valid_both) and
-    pairwise percent agreement for every member pair in each round.
+Input layout (the same for both sides): long-format numpy arrays, one entry per (row, member, round):
+``row`` int64, ``member`` int8 (code 0..4), ``round`` int8 (1 or 2), ``vote`` int8, in row-major
+order, as data loaded from a file would arrive. Each side's conversion to its own layout is part of
+its timed pass, and is also reported separately:
 
-    ours    the public API as the project scores a run: tally_rounds once, then consensus and
-            deliberation_summary sharing that tally, on the (R, M, 2) int8 array, and
+    ours    scatter of the long arrays into a (R, M, 2) int8 array (pre-filled with -1; the order
+            of the entries is not relied on), then the public API as the project scores a run:
+            tally_rounds once, consensus and deliberation_summary sharing that tally, and
             aggregator._agreement.pairwise_agreement per round (an inline numpy version if that
             module is absent)
-    pandas  the same metrics written the way an analyst would over a long-format DataFrame
-            (row, member, round, vote): groupby per row and round for the tallies, a merge of the two
-            rounds per (row, member) for flips, a pivot per round for pairwise agreement
+    pandas  DataFrame construction from the same arrays (member as a Categorical), then the same
+            metrics written the way an analyst would: groupby per row and round for the tallies, a
+            merge of the two rounds per (row, member) for flips, a pivot per round for pairwise
+            agreement
 
-The two must agree within 1e-9 (verdict arrays exactly). Building the long DataFrame is not timed
-(it stands for data already loaded in that shape), nor is the generation of the votes.
+Metrics, identical on both sides: consensus of both rounds (verdicts, ties, no-quorum rows),
+deliberation_impact, agreement_lift, consensus_flip_rate, unanimity_lift, member_flips (to_correct,
+to_incorrect, valid_both) and pairwise percent agreement for every member pair in each round.
 
-The pandas side runs in a child process, so its peak RSS is its own. It first runs on a 1M-row
-slice; if the peak RSS projected linearly to the full size stays under 8 GiB it then runs on the
-full data, otherwise the 1M-row timing is scaled linearly (the output says which).
+Protocol, identical on both sides: each side runs in its own child process (so its peak RSS is its
+own: VmHWM of the child, which includes the long input arrays), builds the same input (checked by a
+hash of the votes), does one untimed warm-up pass and then --repeats timed passes (default 3);
+median and min are reported. Every pass is conversion + metrics.
 
-Also timed: a paired percentile bootstrap of 20 models x 50,000 items with 1,000 resamples, via
-aggregator._bootstrap (score_matrix + bootstrap_scores), or an inline numpy matmul bootstrap if that
-module is absent.
+Size: pandas is first run on a 1M-row probe to measure its peak RSS per row; the compared size is
+the largest whole number of millions of rows (at most 10M) whose projected pandas peak stays under
+the budget (8 GiB, or 75% of the memory available at start if that is smaller). Both sides run at
+that size and the ratio pandas / ours is taken from the medians of that same run. Ours is also run,
+separately and with no ratio, at 10M rows (--full-rows).
 
-Memory: tracemalloc peak of a separate, traced pass of our metrics (numpy reports its buffers to
-tracemalloc), and resource.getrusage max RSS of this process (which also holds the votes) and of the
-pandas child.
+Checked on every run: the results of the two sides at the compared size, verdict arrays and counts
+exactly, float metrics within 1e-9 (pairwise agreement off the diagonal). The JSON line reports the
+outcome as computed (results_equal, max_abs_diff); a mismatch, or differing inputs, makes the script
+exit with status 1 after printing everything.
 
-Run from the repository root:  python bench/aggregate_scale.py            (about 3 minutes; ~9 GiB free)
-Shorter:                         python bench/aggregate_scale.py --rows 2000000
-Target: pandas / ours >= 30x. The last line is one JSON object with the figures.
+Also timed (once, as before): a paired percentile bootstrap of 20 models x 50,000 items with 1,000
+resamples, via aggregator._bootstrap (score_matrix + bootstrap_scores), or an inline numpy matmul
+bootstrap if that module is absent.
+
+Run from the repository root (needs pandas; about 2 minutes on 2 cores, most of it the pandas
+passes; up to ~8 GiB in the pandas child, one child at a time, the parent stays small):
+    python bench/aggregate_scale.py
+Quick run (about 10 seconds):
+    python bench/aggregate_scale.py --rows 1000000 --full-rows 1000000
+--rows N forces the compared size (the probe is skipped); --full-rows N sets the ours-only size.
+Target: pandas / ours >= 30x. The last line printed is one JSON object with the figures.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import os
-import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import tracemalloc
 from pathlib import Path
 
 import numpy as np
@@ -82,7 +96,11 @@ QUORUM = 3
 SEED = 20240611
 GIB = 2**30
 PANDAS_BUDGET = 8 * GIB
+AVAILABLE_SHARE = 0.75
 PROBE_ROWS = 1_000_000
+MAX_ROWS = 10_000_000
+TOL = 1e-9
+NAMES = [f"vendor{j}" for j in range(MEMBERS)]
 
 
 # ---------------------------------------------------------------------------
@@ -106,18 +124,42 @@ def make_votes(rows: int, members: int = MEMBERS, seed: int = SEED, chunk: int =
     return v
 
 
-def long_frame(v: np.ndarray):
-    """The long-format DataFrame (row, member, round, vote) an analyst would start from."""
+def long_arrays(v: np.ndarray) -> dict[str, np.ndarray]:
+    """The long-format columns (row, member, round, vote) both sides start from."""
+    rows, members, _ = v.shape
+    return {
+        "row": np.repeat(np.arange(rows, dtype=np.int64), members * 2),
+        "member": np.tile(np.repeat(np.arange(members, dtype=np.int8), 2), rows),
+        "round": np.tile(np.array([1, 2], dtype=np.int8), rows * members),
+        "vote": v.reshape(-1).copy(),
+    }
+
+
+def to_cube(cols: dict[str, np.ndarray], rows: int, members: int, chunk: int = 1 << 18) -> np.ndarray:
+    """Ours' conversion: scatter the long columns into a (rows, members, 2) int8 array."""
+    v = np.full((rows, members, 2), MISSING, dtype=np.int8)
+    flat = v.reshape(-1)
+    row, member, rnd, vote = cols["row"], cols["member"], cols["round"], cols["vote"]
+    for start in range(0, row.shape[0], chunk):
+        s = slice(start, start + chunk)
+        idx = row[s] * (members * 2)
+        idx += member[s].astype(np.intp) * 2
+        idx += rnd[s]
+        idx -= 1
+        flat[idx] = vote[s]
+    return v
+
+
+def to_frame(cols: dict[str, np.ndarray]):
+    """The pandas side's conversion: the long-format DataFrame an analyst would work on."""
     import pandas as pd
 
-    rows, members, _ = v.shape
-    names = [f"vendor{j}" for j in range(members)]
     return pd.DataFrame(
         {
-            "row": np.repeat(np.arange(rows, dtype=np.int64), members * 2),
-            "member": pd.Categorical.from_codes(np.tile(np.repeat(np.arange(members), 2), rows), names),
-            "round": np.tile(np.array([1, 2], dtype=np.int8), rows * members),
-            "vote": v.reshape(-1),
+            "row": cols["row"],
+            "member": pd.Categorical.from_codes(cols["member"], NAMES),
+            "round": cols["round"],
+            "vote": cols["vote"],
         }
     )
 
@@ -143,11 +185,11 @@ def _nan_if_none(x: float | None) -> float:
     return math.nan if x is None else x
 
 
-def ours(v: np.ndarray, quorum: int = QUORUM) -> dict:
-    members = [f"vendor{j}" for j in range(v.shape[1])]
+def ours_metrics(v: np.ndarray, rows: int, members: int, quorum: int = QUORUM) -> dict:
+    names = NAMES[:members]
     tally = tally_rounds(v)
     cons = consensus(v, quorum, tally=tally)
-    summary = deliberation_summary(v, members, quorum, tally=tally)
+    summary = deliberation_summary(v, names, quorum, tally=tally)
     pairwise = []
     for k in (0, 1):
         if pairwise_agreement is not None:
@@ -163,9 +205,9 @@ def ours(v: np.ndarray, quorum: int = QUORUM) -> dict:
         "agreement_lift": _nan_if_none(summary["agreement_lift"]),
         "consensus_flip_rate": _nan_if_none(summary["consensus_flip_rate"]),
         "unanimity_lift": _nan_if_none(summary["unanimity_lift"]),
-        "to_correct": np.array([flips[name]["to_correct"] for name in members]),
-        "to_incorrect": np.array([flips[name]["to_incorrect"] for name in members]),
-        "valid_both": np.array([flips[name]["valid_both"] for name in members]),
+        "to_correct": np.array([flips[name]["to_correct"] for name in names]),
+        "to_incorrect": np.array([flips[name]["to_incorrect"] for name in names]),
+        "valid_both": np.array([flips[name]["valid_both"] for name in names]),
         "pairwise": np.stack(pairwise),
     }
 
@@ -237,20 +279,47 @@ def pandas_metrics(df, rows: int, members: int, quorum: int = QUORUM) -> dict:
     }
 
 
-def compare(a: dict, b: dict, tol: float = 1e-9) -> None:
-    """Raise AssertionError unless the two metric dicts agree (arrays of counts exactly)."""
-    assert a.keys() == b.keys(), (a.keys(), b.keys())
-    for key in a:
+# ---------------------------------------------------------------------------
+# Comparison
+
+
+def compare(a: dict, b: dict, tol: float = TOL) -> tuple[bool, float, list[str]]:
+    """(equal, largest absolute difference, keys that differ) of two metric dicts.
+
+    Verdicts and counts must be exactly equal, floats within ``tol``; NaN must be NaN on both sides
+    (a NaN on one side only counts as an infinite difference). Pairwise agreement is compared off
+    the diagonal only (ours also fills the diagonal).
+    """
+    bad: list[str] = []
+    worst = 0.0
+    for key in sorted(set(a) | set(b)):
+        if key not in a or key not in b:
+            bad.append(f"{key}: present on one side only")
+            worst = math.inf
+            continue
         x, y = np.asarray(a[key]), np.asarray(b[key])
-        assert x.shape == y.shape, (key, x.shape, y.shape)
+        if x.shape != y.shape:
+            bad.append(f"{key}: shape {x.shape} vs {y.shape}")
+            worst = math.inf
+            continue
         if key == "pairwise":
-            # Only off-diagonal pairs are metrics (ours also fills the diagonal).
             off = ~np.eye(x.shape[-1], dtype=bool)
             x, y = x[:, off], y[:, off]
-        if np.issubdtype(x.dtype, np.floating) or np.issubdtype(y.dtype, np.floating):
-            assert np.allclose(x, y, rtol=0, atol=tol, equal_nan=True), (key, x, y)
-        else:
-            assert np.array_equal(x, y), (key, x, y)
+        is_float = np.issubdtype(x.dtype, np.floating) or np.issubdtype(y.dtype, np.floating)
+        xf, yf = x.astype(np.float64), y.astype(np.float64)
+        nx, ny = np.isnan(xf), np.isnan(yf)
+        if not np.array_equal(nx, ny):
+            bad.append(f"{key}: NaN in different places")
+            worst = math.inf
+            continue
+        diff = float(np.max(np.abs(xf[~nx] - yf[~nx]), initial=0.0))
+        worst = max(worst, diff)
+        if is_float:
+            if diff > tol:
+                bad.append(f"{key}: max abs diff {diff:.3g} > {tol:g}")
+        elif not np.array_equal(x, y):
+            bad.append(f"{key}: {int(np.count_nonzero(x != y))} of {x.size} values differ (max abs diff {diff:g})")
+    return not bad, worst, bad
 
 
 def _save(path: str, d: dict) -> None:
@@ -266,28 +335,131 @@ def _load(path: str) -> dict:
     return out
 
 
-def pandas_child(rows: int, slice_rows: int, out_path: str) -> None:
-    """Entry point of the child process: time pandas on the first slice_rows rows."""
-    v = make_votes(rows)[:slice_rows].copy()
-    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    df = long_frame(v)
+# ---------------------------------------------------------------------------
+# One side, in a child process
+
+
+def _proc_status_bytes(field: str) -> int:
+    """A memory field of /proc/self/status (VmRSS, VmHWM) in bytes; getrusage max RSS if absent."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def side_child(side: str, rows: int, warmup: int, repeats: int, out_path: str) -> None:
+    """Child entry point: build the input, then warm-up + timed passes of one side."""
+    if side == "pandas":
+        import pandas  # noqa: F401  (imported before the baseline RSS, like numpy)
+
+        convert = to_frame
+
+        def metrics(layout):
+            return pandas_metrics(layout, rows, MEMBERS)
+
+    else:
+
+        def convert(cols):
+            return to_cube(cols, rows, MEMBERS)
+
+        def metrics(layout):
+            return ours_metrics(layout, rows, MEMBERS)
+
+    base = _proc_status_bytes("VmRSS")
+    v = make_votes(rows)
+    digest = hashlib.blake2b(v.tobytes(), digest_size=16).hexdigest()
+    cols = long_arrays(v)
     del v
-    t0 = time.perf_counter()
-    res = pandas_metrics(df, slice_rows, MEMBERS)
-    seconds = time.perf_counter() - t0
+    input_bytes = sum(c.nbytes for c in cols.values())
+
+    conv_times, metric_times, totals = [], [], []
+    res = None
+    for i in range(warmup + repeats):
+        res = None
+        t0 = time.perf_counter()
+        layout = convert(cols)
+        t1 = time.perf_counter()
+        res = metrics(layout)
+        t2 = time.perf_counter()
+        del layout
+        if i >= warmup:
+            conv_times.append(t1 - t0)
+            metric_times.append(t2 - t1)
+            totals.append(t2 - t0)
     _save(out_path, res)
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    print(json.dumps({"seconds": seconds, "maxrss_bytes": rss, "base_bytes": base, "frame_rows": int(len(df))}))
+    info = {
+        "side": side,
+        "rows": rows,
+        "warmup": warmup,
+        "repeats": repeats,
+        "seconds": totals,
+        "convert_seconds": conv_times,
+        "metric_seconds": metric_times,
+        "peak_rss_bytes": _proc_status_bytes("VmHWM"),
+        "base_rss_bytes": base,
+        "input_bytes": input_bytes,
+        "votes_hash": digest,
+    }
+    print(json.dumps(info))
 
 
-def run_pandas(rows: int, slice_rows: int, tmp: str) -> tuple[dict, dict]:
-    out_path = os.path.join(tmp, f"pandas_{slice_rows}.npz")
-    cmd = [sys.executable, __file__, "--rows", str(rows), "--pandas-child", str(slice_rows), out_path]
+def run_side(side: str, rows: int, warmup: int, repeats: int, tmp: str) -> tuple[dict, dict]:
+    out_path = os.path.join(tmp, f"{side}_{rows}_{warmup}_{repeats}.npz")
+    cmd = [sys.executable, __file__, "--child", side, str(rows), str(warmup), str(repeats), out_path]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
-        raise RuntimeError(f"pandas child failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
+        raise RuntimeError(f"{side} child at {rows:,} rows failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
     info = json.loads(proc.stdout.strip().splitlines()[-1])
-    return info, _load(out_path)
+    res = _load(out_path)
+    os.remove(out_path)
+    return info, res
+
+
+def _mem_available() -> int | None:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def choose_rows(probe: dict, budget: float, cap: int) -> tuple[int, float]:
+    """Largest whole million of rows (or 100k below 1M) whose projected pandas peak fits ``budget``.
+
+    The peak is taken to be the child's baseline RSS (interpreter, numpy, pandas) plus a part that
+    grows linearly with the rows, measured on the probe.
+    """
+    base = probe["base_rss_bytes"]
+    per_row = (probe["peak_rss_bytes"] - base) / probe["rows"]
+    fit = int((budget - base) / per_row) if per_row > 0 else cap
+    fit = min(fit, cap)
+    step = 1_000_000 if fit >= 1_000_000 else 100_000
+    return max(step, fit // step * step), per_row
+
+
+def _median_min(xs: list[float]) -> tuple[float, float]:
+    return statistics.median(xs), min(xs)
+
+
+def _side_line(label: str, info: dict) -> str:
+    med, lo = _median_min(info["seconds"])
+    cmed = statistics.median(info["convert_seconds"])
+    mmed = statistics.median(info["metric_seconds"])
+    return (
+        f"{label:<14}{info['rows']:>11,} rows  median {med:8.3f} s  min {lo:8.3f} s  "
+        f"(convert {cmed:.3f} + metrics {mmed:.3f}; passes "
+        + ", ".join(f"{t:.3f}" for t in info["seconds"])
+        + f")  peak RSS {info['peak_rss_bytes'] / GIB:5.2f} GiB"
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -328,91 +500,90 @@ def run_bootstrap(n_models: int = 20, n_items: int = 50_000, n_resamples: int = 
 # ---------------------------------------------------------------------------
 
 
-def main() -> None:
+def _json_float(x: float) -> float | None:
+    return None if (isinstance(x, float) and not math.isfinite(x)) else x
+
+
+def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rows", type=int, default=10_000_000)
-    ap.add_argument("--repeats", type=int, default=3, help="timed passes of our metrics (median reported)")
+    ap.add_argument("--rows", type=int, default=None, help="force the compared size (skips the pandas probe)")
+    ap.add_argument("--full-rows", type=int, default=MAX_ROWS, help="size of the separate ours-only run")
+    ap.add_argument("--repeats", type=int, default=3, help="timed passes per side (median and min reported)")
+    ap.add_argument("--warmup", type=int, default=1, help="untimed passes per side before the timed ones")
     ap.add_argument(
         "--pandas-budget-gib",
         type=float,
         default=PANDAS_BUDGET / GIB,
-        help="run pandas at full size only if its projected peak RSS stays below this",
+        help="largest projected peak RSS of the pandas child",
     )
-    ap.add_argument("--pandas-child", nargs=2, metavar=("SLICE_ROWS", "OUT"), help=argparse.SUPPRESS)
+    ap.add_argument("--child", nargs=5, metavar=("SIDE", "ROWS", "WARMUP", "REPEATS", "OUT"), help=argparse.SUPPRESS)
     args = ap.parse_args()
-    if args.pandas_child:
-        pandas_child(args.rows, int(args.pandas_child[0]), args.pandas_child[1])
-        return
+    if args.child:
+        side, rows, warmup, repeats, out = args.child
+        side_child(side, int(rows), int(warmup), int(repeats), out)
+        return 0
+    if args.repeats < 1 or args.warmup < 0:
+        ap.error("--repeats must be >= 1 and --warmup >= 0")
 
-    rows = args.rows
     load_start = os.getloadavg()[0]
+    available = _mem_available()
+    budget = args.pandas_budget_gib * GIB
+    if available is not None:
+        budget = min(budget, AVAILABLE_SHARE * available)
+    probe = None
+    per_row = None
     with tempfile.TemporaryDirectory() as tmp:
-        # Pandas first, in a child, while this process is still small.
-        probe_rows = min(PROBE_ROWS, rows)
-        probe_info, probe_res = run_pandas(rows, probe_rows, tmp)
-        # Interpreter and imports do not grow with the rows; the rest is taken to grow linearly.
-        base = probe_info["base_bytes"]
-        projected = base + (probe_info["maxrss_bytes"] - base) * rows / probe_rows
-        print(
-            f"pandas probe  {probe_rows:>11,} rows  {probe_info['seconds']:8.2f} s   "
-            f"peak RSS {probe_info['maxrss_bytes'] / GIB:5.2f} GiB  (projected at {rows:,} rows: "
-            f"{projected / GIB:.2f} GiB)",
-            flush=True,
-        )
-        if probe_rows == rows:
-            pandas_info, pandas_res, pandas_rows = probe_info, probe_res, probe_rows
-        elif projected <= args.pandas_budget_gib * GIB:
-            pandas_info, pandas_res = run_pandas(rows, rows, tmp)
-            pandas_rows = rows
+        if args.rows is not None:
+            rows = args.rows
+            reason = "forced by --rows"
+            print(f"size          {rows:>11,} rows  ({reason})", flush=True)
         else:
-            pandas_info, pandas_res, pandas_rows = probe_info, probe_res, probe_rows
-    pandas_scaled = pandas_rows != rows
-    pandas_seconds = pandas_info["seconds"] * rows / pandas_rows
-    mode = (
-        f"scaled linearly from {pandas_rows:,} rows (projected peak above {args.pandas_budget_gib:g} GiB)"
-        if pandas_scaled
-        else "measured at full size"
-    )
+            # One cold pass of pandas on a small slice, only to measure its memory per row.
+            probe, _ = run_side("pandas", PROBE_ROWS, 0, 1, tmp)
+            rows, per_row = choose_rows(probe, budget, MAX_ROWS)
+            projected = probe["base_rss_bytes"] + per_row * rows
+            limit = "size cap" if rows == MAX_ROWS else f"{budget / GIB:.2f} GiB budget"
+            reason = (
+                f"pandas probe at {PROBE_ROWS:,} rows: peak RSS {probe['peak_rss_bytes'] / GIB:.2f} GiB, "
+                f"baseline {probe['base_rss_bytes'] / GIB:.2f} GiB, {per_row:.0f} B/row; projected peak at "
+                f"{rows:,} rows {projected / GIB:.2f} GiB; largest whole million within the {limit} "
+                f"(budget = min({args.pandas_budget_gib:g} GiB, {AVAILABLE_SHARE:.0%} of "
+                + (f"{available / GIB:.1f} GiB available" if available is not None else "available: unknown")
+                + f"), cap {MAX_ROWS:,})"
+            )
+            print(f"size          {rows:>11,} rows  chosen: {reason}", flush=True)
+
+        # Same size, same input, same passes: pandas first, then ours.
+        pandas_info, pandas_res = run_side("pandas", rows, args.warmup, args.repeats, tmp)
+        print(_side_line("pandas", pandas_info), flush=True)
+        ours_info, ours_res = run_side("ours", rows, args.warmup, args.repeats, tmp)
+        print(_side_line("ours", ours_info), flush=True)
+        if args.full_rows == rows:
+            full_info = ours_info
+        else:
+            full_info, _ = run_side("ours", args.full_rows, args.warmup, args.repeats, tmp)
+        print(_side_line("ours only", full_info) + "  [ours alone, no pandas at this size]", flush=True)
+
+    same_input = pandas_info["votes_hash"] == ours_info["votes_hash"]
+    equal, max_abs_diff, mismatches = compare(ours_res, pandas_res)
+    equal = equal and same_input
+    pandas_med, pandas_min = _median_min(pandas_info["seconds"])
+    ours_med, ours_min = _median_min(ours_info["seconds"])
+    full_med, full_min = _median_min(full_info["seconds"])
+    ratio = pandas_med / ours_med
+    ratio_metrics = statistics.median(pandas_info["metric_seconds"]) / statistics.median(ours_info["metric_seconds"])
+
     print(
-        f"pandas        {rows:>11,} rows  {pandas_seconds:8.2f} s   "
-        f"peak RSS {pandas_info['maxrss_bytes'] / GIB:5.2f} GiB  [{mode}]",
-        flush=True,
+        f"inputs identical (hash of the votes): {same_input}; results equal (verdicts and counts exactly, "
+        f"floats within {TOL:g}): {equal}; largest absolute difference {max_abs_diff:.3g}"
     )
-
-    t0 = time.perf_counter()
-    v = make_votes(rows)
-    gen_seconds = time.perf_counter() - t0
-
-    times = []
-    for _ in range(args.repeats):
-        t0 = time.perf_counter()
-        res = ours(v)
-        times.append(time.perf_counter() - t0)
-    ours_seconds = statistics.median(times)
-
-    # Same numbers on the rows pandas saw.
-    compare(res if pandas_rows == rows else ours(v[:pandas_rows]), pandas_res)
-    compare(ours(v[:probe_rows]), probe_res)
-
-    tracemalloc.start()
-    ours(v)
-    _, traced_peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    ours_maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    ratio = pandas_seconds / ours_seconds
-    print(
-        f"ours          {rows:>11,} rows  {ours_seconds:8.2f} s   (median of {args.repeats}: "
-        + ", ".join(f"{t:.2f}" for t in times)
-        + f")  tracemalloc peak {traced_peak / GIB:.2f} GiB above the {v.nbytes / GIB:.2f} GiB votes; "
-        f"process max RSS {ours_maxrss / GIB:.2f} GiB",
-        flush=True,
-    )
+    for m in mismatches:
+        print(f"  MISMATCH {m}")
     print(f"pairwise agreement: {PAIRWISE_SOURCE}; 1-minute load average {load_start:.2f} at start")
-    print(f"pandas / ours = {ratio:.1f}x  (target >= 30x); results equal within 1e-9 (verdicts exactly)")
     print(
-        f"metrics: deliberation_impact {res['deliberation_impact']:.6f}  agreement_lift "
-        f"{res['agreement_lift']:.6f}  consensus_flip_rate {res['consensus_flip_rate']:.6f}  "
-        f"unanimity_lift {res['unanimity_lift']:.6f}"
+        f"metrics: deliberation_impact {ours_res['deliberation_impact']:.6f}  agreement_lift "
+        f"{ours_res['agreement_lift']:.6f}  consensus_flip_rate {ours_res['consensus_flip_rate']:.6f}  "
+        f"unanimity_lift {ours_res['unanimity_lift']:.6f}"
     )
 
     boot = run_bootstrap()
@@ -421,39 +592,58 @@ def main() -> None:
         f"{boot['seconds']:.2f} s  via {BOOTSTRAP_SOURCE}  (mean 95% CI width {boot['mean_ci_width']:.4f})",
         flush=True,
     )
+    print(
+        f"pandas / ours = {ratio:.1f}x at {rows:,} rows (medians of {args.repeats} passes each, this run, "
+        f"conversion included; metrics only {ratio_metrics:.1f}x)  target >= 30x"
+    )
 
     figures = {
         "rows": rows,
-        "load_avg_1m_start": round(load_start, 2),
-        "load_avg_1m_end": round(os.getloadavg()[0], 2),
+        "size_reason": reason,
         "members": MEMBERS,
         "rounds": 2,
-        "ours_seconds": round(ours_seconds, 3),
-        "ours_seconds_all": [round(t, 3) for t in times],
-        "pandas_seconds": round(pandas_seconds, 3),
-        "pandas_measured_rows": pandas_rows,
-        "pandas_scaled_linearly": pandas_scaled,
-        "pandas_probe_seconds_1m": round(probe_info["seconds"], 3),
-        "speedup_pandas_over_ours": round(ratio, 1),
+        "warmup_passes": args.warmup,
+        "repeats": args.repeats,
+        "input_layout": "long arrays row/member/round/vote; conversion timed inside each pass",
+        "pandas_probe_rows": probe["rows"] if probe else None,
+        "pandas_probe_peak_rss_bytes": probe["peak_rss_bytes"] if probe else None,
+        "pandas_bytes_per_row": round(per_row, 1) if per_row is not None else None,
+        "pandas_budget_bytes": int(budget),
+        "pandas_seconds_median": round(pandas_med, 4),
+        "pandas_seconds_min": round(pandas_min, 4),
+        "pandas_seconds_all": [round(t, 4) for t in pandas_info["seconds"]],
+        "pandas_convert_seconds_median": round(statistics.median(pandas_info["convert_seconds"]), 4),
+        "ours_seconds_median": round(ours_med, 4),
+        "ours_seconds_min": round(ours_min, 4),
+        "ours_seconds_all": [round(t, 4) for t in ours_info["seconds"]],
+        "ours_convert_seconds_median": round(statistics.median(ours_info["convert_seconds"]), 4),
+        "speedup_pandas_over_ours": round(ratio, 2),
+        "speedup_metrics_only": round(ratio_metrics, 2),
         "target_speedup": 30,
-        "results_equal": True,
-        "ours_tracemalloc_peak_bytes": int(traced_peak),
-        "votes_bytes": int(v.nbytes),
-        "ours_process_maxrss_bytes": int(ours_maxrss),
-        "pandas_child_maxrss_bytes": int(pandas_info["maxrss_bytes"]),
-        "generate_seconds": round(gen_seconds, 3),
+        "pandas_peak_rss_bytes": pandas_info["peak_rss_bytes"],
+        "ours_peak_rss_bytes": ours_info["peak_rss_bytes"],
+        "input_bytes": ours_info["input_bytes"],
+        "inputs_identical": same_input,
+        "results_equal": bool(equal),
+        "max_abs_diff": _json_float(max_abs_diff),
+        "ours_only_rows": full_info["rows"],
+        "ours_only_seconds_median": round(full_med, 4),
+        "ours_only_seconds_min": round(full_min, 4),
+        "ours_only_peak_rss_bytes": full_info["peak_rss_bytes"],
         "pairwise_source": PAIRWISE_SOURCE,
         "bootstrap_seconds": round(boot["seconds"], 3),
         "bootstrap_source": BOOTSTRAP_SOURCE,
         "bootstrap_shape": [boot["models"], boot["items"], boot["resamples"]],
-        "deliberation_impact": round(res["deliberation_impact"], 6),
-        "agreement_lift": round(res["agreement_lift"], 6),
-        "consensus_flip_rate": round(res["consensus_flip_rate"], 6),
-        "unanimity_lift": round(res["unanimity_lift"], 6),
+        "deliberation_impact": _json_float(round(ours_res["deliberation_impact"], 6)),
+        "agreement_lift": _json_float(round(ours_res["agreement_lift"], 6)),
+        "consensus_flip_rate": _json_float(round(ours_res["consensus_flip_rate"], 6)),
+        "unanimity_lift": _json_float(round(ours_res["unanimity_lift"], 6)),
+        "load_avg_1m_start": round(load_start, 2),
+        "load_avg_1m_end": round(os.getloadavg()[0], 2),
     }
-    assert all(not (isinstance(x, float) and math.isnan(x)) for x in figures.values())
     print(json.dumps(figures))
+    return 0 if equal else 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -16,8 +17,8 @@ from rich.table import Table
 
 import bank
 from council import importers, loadtest
-from council.config import CouncilConfig
-from council.errors import ConfigError, CouncilError
+from council.config import CouncilConfig, validation_problems
+from council.errors import ConfigError, CouncilError, InputError
 from council.runner import BACKENDS, RunRequest, RunResult, resume_council, run_council
 from council.scoring import WARN_RATE
 
@@ -35,6 +36,9 @@ def _grading_args(p: argparse.ArgumentParser, *, responses_required: bool) -> No
     p.add_argument("--runs-dir", type=Path, default=Path("runs"), help="where run folders go (default: ./runs)")
     p.add_argument("--run-id", help="run folder name (default: a timestamp); an existing run is never overwritten")
     p.add_argument("--config", type=Path, help="council config JSON: roster, quorum, per-vendor limits and prices")
+    p.add_argument("--vendor-map", type=Path, metavar="FILE",
+                   help="JSON object mapping a model id (or its prefix before '/') to its vendor; wins over the "
+                        "built-in rules and the config's vendor_map (needed for ids of no known family)")
     p.add_argument("--seed", type=int, help="seed for the letter shuffle and the embedded provider (default 0)")
     p.add_argument("--backend", choices=BACKENDS, default="ray", help="ray (default) or local (in-process, no Ray)")
     p.add_argument("--quorum", type=int, help="valid votes needed for a consensus (default 3)")
@@ -44,6 +48,11 @@ def _grading_args(p: argparse.ArgumentParser, *, responses_required: bool) -> No
                    help="self-preference audit: the excluded own-vendor judge also grades round one (never counted)")
     p.add_argument("--provider-url", help="send every vendor's calls to this OpenAI-compatible base URL (ending in /v1) "
                    "instead of starting the embedded provider")
+    p.add_argument("--simulate", action="store_true",
+                   help="grade with the embedded provider (simulated judges, no real model is asked); the default "
+                        "only for the shipped sample")
+    p.add_argument("--batch-audit", type=float, metavar="FRACTION",
+                   help="re-ask this seeded share of batched votes alone and report batched-vs-solo agreement")
     p.add_argument("--ray-address", help="join this Ray cluster instead of starting a local instance")
     p.add_argument("--sim-config", type=Path, help="JSON behaviour file for the embedded provider")
     p.add_argument("--budget-usd", type=float, help="stop issuing calls before projected spend would exceed this; "
@@ -89,7 +98,10 @@ def build_parser() -> argparse.ArgumentParser:
 def council_config(args: argparse.Namespace) -> CouncilConfig:
     """The config file (if any) with the command-line flags that were given on top."""
     overrides: dict[str, Any] = {k: v for k, v in (("seed", args.seed), ("quorum", args.quorum),
-                                                   ("budget_usd", args.budget_usd)) if v is not None}
+                                                   ("budget_usd", args.budget_usd),
+                                                   ("batch_audit", getattr(args, "batch_audit", None))) if v is not None}
+    if args.vendor_map:
+        overrides["vendor_map"] = importers.load_vendor_map(args.vendor_map)
     if args.no_self_exclusion:
         overrides["self_exclusion"] = False
     if args.shadow_self:
@@ -98,8 +110,22 @@ def council_config(args: argparse.Namespace) -> CouncilConfig:
         return CouncilConfig.from_file(args.config, **overrides)
     try:
         return CouncilConfig(**overrides)
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from exc
+    except ValidationError as exc:
+        raise ConfigError(f"bad options: {validation_problems(exc)}") from exc
+
+
+def provider_url(args: argparse.Namespace) -> str | None:
+    """Where the judges are asked: ``--provider-url``, or the embedded provider (None) with ``--simulate``
+    or for the shipped sample. A user's own files are never graded by the simulator unless asked."""
+    if args.provider_url and (args.simulate or args.sim_config):
+        raise ConfigError("--provider-url asks a real provider; it cannot be combined with --simulate or --sim-config")
+    if args.provider_url or args.simulate:
+        return args.provider_url
+    shipped = Path(args.bank) == bank.SAMPLE_BANK and (Path(args.responses) == bank.SAMPLE_RESPONSES or _models(args))
+    if not shipped and getattr(args, "resume", None) is None:
+        raise ConfigError("no provider: pass --provider-url URL to grade with real judges, or --simulate to grade "
+                          "with the embedded provider's simulated judges (no real model is asked)")
+    return None
 
 
 def _models(args: argparse.Namespace) -> list[str]:
@@ -111,8 +137,9 @@ def _estimate(args: argparse.Namespace) -> int:
 
     items = bank.load_bank(args.bank)
     models = _models(args)
-    rows = [] if models else bank.load_responses(args.responses, items)
-    est = estimate(council_config(args), {i.id: i for i in items}, rows, models)
+    config = council_config(args)
+    rows = [] if models else bank.load_responses(args.responses, items, vendor_map=config.vendor_map)
+    est = estimate(config, {i.id: i for i in items}, rows, models)
     if args.json:
         out.print_json(data=est.as_dict())
         return 0
@@ -133,20 +160,27 @@ def _estimate(args: argparse.Namespace) -> int:
 def _grade(args: argparse.Namespace) -> int:
     command = " ".join(["council", *sys.argv[1:]])
     resume = getattr(args, "resume", None)
-    imported = None
+    imported, skipped = None, []
+    config = council_config(args) if resume is None else None
+    url = provider_url(args) if resume is None else None
     if args.command == "grade":
-        result = importers.load_from_args(args, bank.load_bank(args.bank))
+        result = importers.load_from_args(args, bank.load_bank(args.bank), vendor_map=config.vendor_map)
+        if result.problems and not args.skip_invalid:
+            raise InputError([*result.problems, f"nothing was graded; fix the records, or pass --skip-invalid to "
+                                                f"grade the {len(result.rows)} valid ones"])
         for problem in result.problems[:20]:
             console.print(f"[yellow]skipped:[/yellow] {escape(problem)}", highlight=False, soft_wrap=True)
         if len(result.problems) > 20:
             console.print(f"[yellow]... and {len(result.problems) - 20} more problems[/yellow]")
-        imported = result.rows
+        imported, skipped = result.rows, result.problems
     if resume is None:
+        if _models(args) and Path(args.responses) != bank.SAMPLE_RESPONSES:
+            raise ConfigError("--models asks the models for answers; it cannot be combined with --responses")
         req = RunRequest(
             bank=args.bank, responses=args.responses, runs_dir=args.runs_dir, run_id=args.run_id,
-            backend=args.backend, provider_url=args.provider_url, ray_address=args.ray_address,
-            config=council_config(args), sim_config=args.sim_config, reuse_from=args.reuse_from, command=command,
-            models=_models(args), rows=imported,
+            backend=args.backend, provider_url=url, ray_address=args.ray_address,
+            config=config, sim_config=args.sim_config, reuse_from=args.reuse_from, command=command,
+            models=_models(args), rows=imported, skipped_inputs=skipped,
         )
     with Progress(
         TextColumn("[bold]grading"), BarColumn(), MofNCompleteColumn(), TextColumn("rows"), TimeElapsedColumn(),
@@ -163,10 +197,15 @@ def _grade(args: argparse.Namespace) -> int:
                 ray_address=args.ray_address, budget_usd=args.budget_usd, command=command, **hooks))
     print_result(result)
     if result.stopped_by_budget:
-        console.print(f"[yellow]stopped by the budget[/yellow] (${result.budget.spent_usd:.4f} spent); everything "
-                      f"is archived: continue with `council run --resume {result.run_dir.name} --budget-usd LARGER`",
-                      highlight=False)
+        console.print(f"[yellow]stopped by the budget[/yellow] (${result.budget.spent_usd:.4f} spent, {result.not_graded} "
+                      f"rows not graded); everything is archived: continue with "
+                      f"`council run --resume {result.run_dir.name} --budget-usd LARGER`", highlight=False)
         return 3
+    if result.not_graded:
+        console.print(f"[red]{result.not_graded} rows not graded[/red] (calls failed after their retries; see "
+                      f"diagnostics); they are not scored. Ask them again with `council run --resume {result.run_dir.name}`",
+                      highlight=False)
+        return 4
     return 0
 
 
@@ -215,7 +254,8 @@ def _print_warnings(summary: dict[str, Any]) -> None:
 def print_result(result: RunResult) -> None:
     s = result.summary
     ci = s.get("uncertainty", {}).get("scores", {})
-    table = Table(title=f"council run {s['run_id']}  ({s['rows']} rows, {result.seconds:.1f} s)")
+    label = "  SIMULATED" if s.get("simulated") else ""
+    table = Table(title=f"council run {s['run_id']}  ({s['rows']} rows, {result.seconds:.1f} s){label}")
     has_truth = "accuracy_vs_gold" in s
     for col in ("model", "rows", "round 1", "council", "95% CI", "ties", *(("truth",) if has_truth else ())):
         table.add_column(col, justify="left" if col == "model" else "right", no_wrap=col != "model")
@@ -226,6 +266,12 @@ def print_result(result: RunResult) -> None:
                       f"{_pct(c.get('ci_low'))}-{_pct(c.get('ci_high'))}" if c else "-", _pct(m.get("tie_rate")),
                       *((_pct(m.get("true_score")),) if has_truth else ()))
     out.print(table)
+    if s.get("simulated"):
+        out.print("[bold yellow]SIMULATED[/bold yellow]: graded by the embedded provider's simulated judges; "
+                  "no real model was asked.", highlight=False, soft_wrap=True)
+    if s.get("not_graded_rows"):
+        out.print(f"{s['not_graded_rows']} of {s['rows_total']} rows not graded: left out of every score.",
+                  highlight=False, soft_wrap=True)
     _print_rules(s.get("grader_rules"))
     _print_elicitation(s)
     metrics = Table(title="deliberation and agreement", show_header=False)

@@ -8,12 +8,13 @@ from typing import Any, TypeVar
 from urllib.parse import urlparse
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from council.errors import ConfigError
 from council.quota import Limits
+from council.protocol import panel
 from council.schema import MemberSpec
-from council.vendors import DEFAULT_ROSTER
+from council.vendors import DEFAULT_RESERVES, DEFAULT_ROSTER, canonical_vendor, resolve_vendor, vendor_of
 
 EMBEDDED_API_KEY = "embedded-provider"  # the embedded provider accepts any bearer token
 
@@ -42,8 +43,13 @@ def model_from_file(model: type[M], path: str | os.PathLike[str], what: str, **o
     try:
         return model.model_validate({**data, **overrides})
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or '<root>'}: {e['msg']}" for e in exc.errors())
-        raise ConfigError(f"{path}: bad {what}: {problems}") from exc
+        raise ConfigError(f"{path}: bad {what}: {validation_problems(exc)}") from exc
+
+
+def validation_problems(exc: ValidationError) -> str:
+    """Every problem of a pydantic error on one line, as ``field: message`` (no pydantic boilerplate)."""
+    return "; ".join(f"{'.'.join(map(str, e['loc'])) or '<root>'}: {e['msg'].removeprefix('Value error, ')}"
+                     for e in exc.errors())
 
 
 class _Frozen(BaseModel):
@@ -109,13 +115,19 @@ class JudgeParams(_Frozen):
     max_tokens: int = Field(default=256, ge=16)
 
 
+def default_roster() -> list[MemberSpec]:
+    """The default council: one regular seat per vendor of ``DEFAULT_ROSTER``, then the reserves."""
+    return [*(MemberSpec(vendor=v, judge_model=m) for v, m in DEFAULT_ROSTER.items()),
+            *(MemberSpec(vendor=v, judge_model=m, reserve=True) for v, m in DEFAULT_RESERVES.items())]
+
+
 class CouncilConfig(_Frozen):
-    roster: list[MemberSpec] = Field(
-        default_factory=lambda: [MemberSpec(vendor=v, judge_model=m) for v, m in DEFAULT_ROSTER.items()]
-    )
+    roster: list[MemberSpec] = Field(default_factory=default_roster)  # regular seats and reserves
     quorum: int = Field(default=3, ge=1)
     self_exclusion: bool = True
     shadow_self: bool = False  # the excluded own-vendor member also grades round one: recorded, never counted
+    vendor_map: dict[str, str] = Field(default_factory=dict)  # model id (or org prefix) -> vendor, wins over rules
+    batch_audit: float = Field(default=0.0, ge=0.0, le=1.0)  # share of batched votes re-asked alone
     seed: int = 0
     judge: JudgeParams = Field(default_factory=JudgeParams)
     rows_in_flight: int = Field(default=1024, ge=1)
@@ -147,10 +159,38 @@ class CouncilConfig(_Frozen):
         vendors = [m.vendor for m in roster]
         if len(set(vendors)) != len(vendors):
             raise ValueError("the roster must have one member per vendor")
-        if not roster:
-            raise ValueError("the roster is empty")
+        if not any(not m.reserve for m in roster):
+            raise ValueError("the roster has no regular member")
         return roster
+
+    @field_validator("vendor_map")
+    @classmethod
+    def _canonical_map(cls, vendor_map: dict[str, str]) -> dict[str, str]:
+        return {k.strip(): canonical_vendor(v) for k, v in vendor_map.items()}
+
+    @model_validator(mode="after")
+    def _consistent(self) -> CouncilConfig:
+        problems = []
+        for m in self.roster:  # a seat speaks for its vendor: its judge model must be that vendor's
+            made_by = resolve_vendor(m.judge_model, self.vendor_map)
+            if made_by != m.vendor:
+                problems.append(f"seat {m.vendor!r} has judge model {m.judge_model!r}, which is "
+                                + (f"made by {made_by}" if made_by else "of no known vendor (map it with --vendor-map)"))
+        if self.shadow_self and not self.self_exclusion:
+            problems.append("--shadow-self audits self-exclusion and cannot be combined with --no-self-exclusion "
+                            "(own-vendor votes would be paid twice)")
+        smallest = min(len(panel(v, self.roster, self.self_exclusion)) for v in ("", *self.roster_vendors))
+        if self.quorum > smallest:
+            problems.append(f"quorum {self.quorum} is larger than the smallest panel ({smallest} members)")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
 
     @property
     def roster_vendors(self) -> list[str]:
+        """Every seat's vendor, reserves included."""
         return [m.vendor for m in self.roster]
+
+    def vendor_of(self, model: str) -> str:
+        """The vendor of a model under this run's vendor map (see :func:`council.vendors.vendor_of`)."""
+        return vendor_of(model, self.vendor_map)

@@ -12,17 +12,18 @@ by request key alone; the copy is archived with ``reused_from``).
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from collections.abc import Callable, Iterable, Iterator
 
 from council.budget import Budget, BudgetExhausted
 from council.config import CouncilConfig
 from council.judge import JudgeTask
 from council.pools import JudgePool
-from council.prompts import request_key, round1_body, round2_body, rubric_hash, scrubber, single_messages
+from council.anonymise import Anonymiser
+from council.prompts import request_key, round1_body, round2_body, rubric_hash, single_messages
 from council.protocol import eligible_members, peers_for, row_order
 from council.quota import estimate_tokens
 from council.schema import BankItem, ElicitedRecord, JudgeCallRecord, MemberSpec, ResponseRow
-from council.vendors import vendor_of
 from elicitor.prompts import elicit_messages
 
 VoteKey = tuple[str, str, int]  # (row_id, member, round)
@@ -43,6 +44,7 @@ class Coordinator:
         budget: Budget | None = None,
         on_elicited: Callable[[ElicitedRecord], None] | None = None,
         archived_elicited: dict[str, ElicitedRecord] | None = None,
+        audited: set[VoteKey] | None = None,
     ) -> None:
         self.config = config
         self.items = items
@@ -55,14 +57,17 @@ class Coordinator:
         self._on_elicited = on_elicited
         self._archived_elicited = archived_elicited or {}
         names = [*config.roster_vendors, *(m.judge_model for m in config.roster), *extra_names]
-        self._scrub = scrubber(names)
+        self._scrub = Anonymiser(names)
         self.issued = 0
         self.served_from_archive = 0
+        self._audited = set(audited or ())  # votes whose batch audit is archived or under way
+        self._audits: set[asyncio.Task[None]] = set()
 
     async def run(self, rows: Iterable[ResponseRow]) -> None:
         """Grade every row; at most ``config.rows_in_flight`` rows are in progress at once. A budget that
         runs out stops new rows; the votes in flight finish and are archived."""
         await self._work(iter(rows), self.grade_row)
+        await self._finish_audits()
 
     async def run_elicited(self, tasks: list) -> list[ResponseRow]:  # noqa: ANN001 - ElicitTasks
         """Ask the models under test, then grade each answer as soon as it arrives (no barrier between
@@ -74,14 +79,16 @@ class Coordinator:
             if record is None or record.error is not None:
                 record = await self._elicit(task)
             if record.gradable:
-                row = ResponseRow(row_id=record.row_id, item_id=record.item_id, model=record.model,
-                                  response=record.answer or "", confidence=record.confidence,
-                                  abstained=record.abstained)
+                row = ResponseRow.model_validate(
+                    {"row_id": record.row_id, "item_id": record.item_id, "model": record.model, "vendor": record.vendor,
+                     "response": record.answer or "", "confidence": record.confidence, "abstained": record.abstained},
+                    context={"vendor_map": self.config.vendor_map})
                 rows[row.row_id] = row
                 await self.grade_row(row)
 
         order = [t.row_id for t in tasks]
         await self._work(iter(tasks), one)
+        await self._finish_audits()
         return [rows[r] for r in order if r in rows]
 
     async def _work(self, source: Iterator, handle: Callable) -> None:
@@ -97,7 +104,7 @@ class Coordinator:
         await asyncio.gather(*(worker() for _ in range(self.config.rows_in_flight)))
 
     async def _elicit(self, task) -> ElicitedRecord:  # noqa: ANN001
-        vendor = vendor_of(task.model)
+        vendor = task.vendor
         projected = self._projected(lambda: elicit_messages(task.prompt), self.config.elicit_max_tokens, task.model,
                                     vendor)
         await self.budget.reserve(projected)
@@ -118,7 +125,8 @@ class Coordinator:
     async def grade_row(self, row: ResponseRow) -> None:
         item = self.items[row.item_id]
         members = eligible_members(row, self.config.roster, self.config.self_exclusion)
-        shadows = [m for m in self.config.roster if m.vendor == row.vendor] if self.config.shadow_self else []
+        shadows = ([m for m in self.config.roster if m.vendor == row.vendor and not m.reserve]
+                   if self.config.shadow_self else [])
         if members:
             rubric = rubric_hash(item)
             body = round1_body(item, row)
@@ -146,6 +154,7 @@ class Coordinator:
         archived = self._archived.get((row.row_id, member.vendor, round_))
         if archived is not None and archived.request_key == key:
             self.served_from_archive += 1
+            self._maybe_audit(member, row, archived, body, letters, rubric)
             return archived
         reuse = self._reusable.get(key)
         if reuse is not None:
@@ -155,9 +164,19 @@ class Coordinator:
             self._on_record(copy)
             self.served_from_archive += 1
             return copy
-        task = JudgeTask(row.row_id, round_, body, letters, rubric_hash=rubric, request_key=key)
-        projected = self._projected(lambda: single_messages(round_, body), params.max_tokens, member.judge_model,
-                                    member.vendor)
+        task = JudgeTask(row.row_id, round_, body, letters, rubric_hash=rubric, request_key=key, item_id=row.item_id)
+        record = await self._ask(member, task)
+        if shadow:
+            record = record.model_copy(update={"shadow": True})
+        self._on_record(record)
+        if not shadow:
+            self._maybe_audit(member, row, record, body, letters, rubric)
+        return record
+
+    async def _ask(self, member: MemberSpec, task: JudgeTask) -> JudgeCallRecord:
+        """One paid call through the pool, its projected cost held against the budget meanwhile."""
+        projected = self._projected(lambda: single_messages(task.round, task.body), self.config.judge.max_tokens,
+                                    member.judge_model, member.vendor)
         await self.budget.reserve(projected)
         self.issued += 1
         try:
@@ -166,10 +185,43 @@ class Coordinator:
             await self.budget.settle(projected, 0.0)
             raise
         await self.budget.settle(projected, record.cost_usd)
-        if shadow:
-            record = record.model_copy(update={"shadow": True})
-        self._on_record(record)
         return record
+
+    # -- batch audit ----------------------------------------------------------------------------------------
+    def _maybe_audit(self, member: MemberSpec, row: ResponseRow, record: JudgeCallRecord, body: str,
+                     letters: dict[str, str], rubric: str) -> None:
+        """Re-ask a seeded sample (``config.batch_audit``) of batched votes alone, in the background; the
+        solo vote is archived with ``audit_of`` and never counted."""
+        key = (row.row_id, member.vendor, record.round)
+        if (record.batch_size < 2 or record.verdict is None or key in self._audited
+                or not audit_sampled(self.config.seed, key, self.config.batch_audit)):
+            return
+        self._audited.add(key)
+        task = JudgeTask(row.row_id, record.round, body, letters, rubric_hash=rubric, request_key=record.request_key,
+                         item_id=row.item_id, solo=True)
+
+        async def audit() -> None:
+            try:
+                solo = await self._ask(member, task)
+            except BudgetExhausted:
+                return
+            self._on_record(solo.model_copy(update={"audit_of": record.request_id}))
+
+        job = asyncio.create_task(audit())
+        self._audits.add(job)
+        job.add_done_callback(self._audits.discard)
+
+    async def _finish_audits(self) -> None:
+        while self._audits:
+            await asyncio.gather(*list(self._audits))
+
+
+def audit_sampled(seed: int, key: VoteKey, fraction: float) -> bool:
+    """Whether the vote ``key`` is in the batch audit's seeded sample of ``fraction`` of the votes."""
+    if fraction <= 0.0:
+        return False
+    digest = hashlib.sha256(f"audit\x1f{seed}\x1f{key[0]}\x1f{key[1]}\x1f{key[2]}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2.0**64 < fraction
 
 
 def _settled(results: list) -> list[JudgeCallRecord]:

@@ -11,6 +11,17 @@ class ConfigError(CouncilError):
     """Bad configuration or command-line input."""
 
 
+class UnknownVendorError(ConfigError, ValueError):
+    """A model whose vendor cannot be decided (the operator must map it with ``--vendor-map``).
+
+    Also a ValueError, so that schema validation reports it as a problem of the row's ``model`` field.
+    """
+
+
+class VendorConflictError(ConfigError, ValueError):
+    """A row's stated vendor contradicts the vendor its model id resolves to."""
+
+
 class InputError(CouncilError):
     """A bank or responses file failed validation; ``problems`` holds one ``file:line: field: problem`` each."""
 

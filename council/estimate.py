@@ -16,7 +16,6 @@ from council.prompts import LETTERS, Peer, batch_messages, round1_body, round2_b
 from council.protocol import eligible_members
 from council.quota import estimate_tokens
 from council.schema import BankItem, ResponseRow
-from council.vendors import vendor_of
 from elicitor.prompts import elicit_messages
 
 EXPECTED_OUTPUT_TOKENS = 40  # a verdict and a one-sentence reason
@@ -59,8 +58,9 @@ def estimate(config: CouncilConfig, items: dict[str, BankItem], rows: list[Respo
     their answers would cost (answers stood in for by a typical length)."""
     models = list(models)
     if models:
-        rows = [ResponseRow(item_id=i, model=m, response=TYPICAL_ANSWER) for i in items for m in models]
-    vendors = dict.fromkeys([*config.roster_vendors, *(vendor_of(m) for m in models)])
+        rows = [ResponseRow.model_validate({"item_id": i, "model": m, "response": TYPICAL_ANSWER},
+                                           context={"vendor_map": config.vendor_map}) for i in items for m in models]
+    vendors = dict.fromkeys([*config.roster_vendors, *(config.vendor_of(m) for m in models)])
     seats = {m.vendor: m for m in config.roster}
     out = []
     for vendor in vendors:
@@ -85,7 +85,7 @@ def estimate(config: CouncilConfig, items: dict[str, BankItem], rows: list[Respo
             output_tokens = votes * EXPECTED_OUTPUT_TOKENS
             cost += _usd(input_tokens, output_tokens, config.price_for(member.judge_model, vendor))
         elicit_requests = 0
-        for model in (m for m in models if vendor_of(m) == vendor):
+        for model in (m for m in models if config.vendor_of(m) == vendor):
             tokens_in = sum(estimate_tokens(elicit_messages(i.prompt), 0) for i in items.values())
             tokens_out = len(items) * EXPECTED_ANSWER_TOKENS
             elicit_requests += len(items)

@@ -21,7 +21,7 @@ from council.client import ChatClient
 from council.config import Endpoint, JudgeParams
 from council.errors import ProviderError
 from council.limiter import Limiter, LocalLedger
-from council.parsing import parse_batch, parse_verdict
+from council.parsing import parse_batch, parse_verdict, read_batch, read_verdict
 from council.prompts import (
     BATCH_VERDICT_SCHEMA, PROMPT_HASHES, PROMPT_VERSION, VERDICT_SCHEMA, batch_messages, repair_messages,
     single_messages,
@@ -41,7 +41,9 @@ _Request = tuple[list[dict[str, str]], int, dict]  # messages, max_tokens, respo
 
 @dataclass(frozen=True, slots=True)
 class JudgeTask:
-    """One vote to ask for: the row, the round and the prompt body (rendered and scrubbed by the coordinator)."""
+    """One vote to ask for: the row, the round and the prompt body (rendered and scrubbed by the coordinator).
+    ``item_id`` keeps two answers to one item out of one batched request; a ``solo`` task is always sent
+    alone (the batch audit)."""
 
     row_id: str
     round: int
@@ -49,6 +51,8 @@ class JudgeTask:
     peer_letters: dict[str, str] = field(default_factory=dict)
     rubric_hash: str = ""
     request_key: str = ""
+    item_id: str = ""
+    solo: bool = False
 
 
 @dataclass(slots=True)
@@ -121,8 +125,7 @@ class Judge:
                 reserve = int(k * (self._row_chars / 4 + OUTPUT_TOKENS_PER_ROW)) + (BATCH_OVERHEAD_CHARS // 4 if k > 1 else 0)
                 await self.limiter.admit(reserve)
                 round_ = self._next_round(k)
-                queue = self._queues[round_]
-                batch = [queue.popleft() for _ in range(min(k, len(queue)))]
+                batch = take_batch(self._queues[round_], k)
             except BaseException:
                 await self.limiter.release_slot()
                 raise
@@ -189,23 +192,23 @@ class Judge:
         messages, max_tokens, fmt = request or self._request(task.round, [task.body])
         try:
             content = await self._chat(messages, max_tokens, fmt, call, admitted=request is not None)
-            vote = parse_verdict(content)
-            status = "ok"
+            vote, status = read_verdict(content)
             if vote is None:
                 content = await self._chat(repair_messages(messages, content), max_tokens, fmt, call, False)
                 vote = parse_verdict(content)
                 status = "repaired" if vote else "unparseable"
         except ProviderError as exc:
             status, call.error, call.attempts = "error", str(exc), call.attempts + exc.attempts
-        return self._record(task, vote, status, call, uuid.uuid4().hex, 1, call.usage)
+        return self._record(task, vote, status, call, uuid.uuid4().hex, [], call.usage)
 
     async def _ask_many(self, tasks: list[JudgeTask], request: _Request) -> list[JudgeCallRecord]:
         """Several rows of one round in one (admitted) request; rows the answer leaves out are asked again alone."""
         call, votes, status = _Call(), None, "ok"
+        rows = [t.row_id for t in tasks]
         messages, max_tokens, fmt = request
         try:
             content = await self._chat(messages, max_tokens, fmt, call, admitted=True)
-            votes = parse_batch(content, len(tasks))
+            votes, status = read_batch(content, len(tasks))
             if votes is None:
                 content = await self._chat(repair_messages(messages, content), max_tokens, fmt, call, False)
                 votes, status = parse_batch(content, len(tasks)), "repaired"
@@ -213,21 +216,22 @@ class Judge:
             call.error, call.attempts = str(exc), call.attempts + exc.attempts
         if call.error is not None:
             shares = split_usage(call.usage, len(tasks))
-            return [self._record(t, None, "error", call, "", len(tasks), u) for t, u in zip(tasks, shares, strict=True)]
+            return [self._record(t, None, "error", call, "", rows, u) for t, u in zip(tasks, shares, strict=True)]
         votes = votes or {}
         request_id = uuid.uuid4().hex
         answered = [k for k in range(1, len(tasks) + 1) if k in votes]
         shares = iter(split_usage(call.usage, max(1, len(answered))))
         out: list[JudgeCallRecord | None] = [None] * len(tasks)
         for k in answered:
-            out[k - 1] = self._record(tasks[k - 1], votes[k], status, call, request_id, len(tasks), next(shares))
+            out[k - 1] = self._record(tasks[k - 1], votes[k], status, call, request_id, rows, next(shares))
         alone = [i for i, r in enumerate(out) if r is None]
         for i, record in zip(alone, await asyncio.gather(*(self._ask_one(tasks[i]) for i in alone)), strict=True):
             out[i] = record
         return [r for r in out if r is not None]
 
     def _record(self, task: JudgeTask, vote: tuple[str, str] | None, status: ParseStatus, call: _Call,
-                request_id: str, batch_size: int, usage: Usage) -> JudgeCallRecord:
+                request_id: str, batch_rows: list[str], usage: Usage) -> JudgeCallRecord:
+        """One vote's record; ``batch_rows`` are the rows of its batched request in key order ([] alone)."""
         return JudgeCallRecord(
             row_id=task.row_id, round=task.round, member=self.member.vendor, judge_model=self.member.judge_model,
             verdict=vote[0] if vote else None, reason=vote[1] if vote else None, ok=vote is not None,
@@ -239,9 +243,33 @@ class Judge:
             rubric_hash=task.rubric_hash, methodology_version=METHODOLOGY_VERSION,
             request=RequestParams(model=self.member.judge_model, temperature=self.params.temperature,
                                   max_tokens=call.max_tokens or self.params.max_tokens),
-            request_key=task.request_key, request_id=request_id or uuid.uuid4().hex, batch_size=batch_size,
-            peer_letters=task.peer_letters,
+            request_key=task.request_key, request_id=request_id or uuid.uuid4().hex,
+            batch_size=max(1, len(batch_rows)), batch_rows=batch_rows, peer_letters=task.peer_letters,
+            reserve=self.member.reserve,
         )
+
+
+def take_batch(queue: deque[tuple[JudgeTask, asyncio.Future[JudgeCallRecord]]], k: int,
+               window: int = 256) -> list[tuple[JudgeTask, asyncio.Future[JudgeCallRecord]]]:
+    """Up to ``k`` queued votes for one request, oldest first, never two answers to the same item (each
+    response is judged on its own, as alone) and never a ``solo`` task with others. Votes passed over keep
+    their place; at most ``window`` are looked at."""
+    first = queue.popleft()
+    batch = [first]
+    if k == 1 or first[0].solo:
+        return batch
+    items = {first[0].item_id}
+    passed: list[tuple[JudgeTask, asyncio.Future[JudgeCallRecord]]] = []
+    while queue and len(batch) < k and len(passed) < window:
+        entry = queue.popleft()
+        task = entry[0]
+        if task.solo or task.item_id in items:
+            passed.append(entry)
+        else:
+            batch.append(entry)
+            items.add(task.item_id)
+    queue.extendleft(reversed(passed))
+    return batch
 
 
 def batch_size_for(rpm: float, tpm: float, row_chars: float, max_batch: int) -> int:

@@ -17,7 +17,6 @@ from council.judge import Judge, JudgeTask
 from council.limiter import Limiter, LocalLedger
 from council.quota import QuotaLedger
 from council.schema import ElicitedRecord, JudgeCallRecord
-from council.vendors import vendor_of
 
 
 class JudgePool(Protocol):
@@ -38,7 +37,7 @@ def _judge_prices(config: CouncilConfig, vendor: str) -> tuple[float, float]:
 
 
 def _model_prices(config: CouncilConfig, models: Iterable[str], vendor: str) -> dict[str, tuple[float, float]]:
-    return {m: config.price_for(m, vendor) for m in models if vendor_of(m) == vendor}
+    return {m: config.price_for(m, vendor) for m in models if config.vendor_of(m) == vendor}
 
 
 class LocalPool:
@@ -48,7 +47,7 @@ class LocalPool:
         from elicitor import Elicitor
 
         models = list(models)
-        vendors = dict.fromkeys([*config.roster_vendors, *(vendor_of(m) for m in models)])
+        vendors = dict.fromkeys([*config.roster_vendors, *(config.vendor_of(m) for m in models)])
         self.ledgers: dict[str, QuotaLedger] = {}
         limiters: dict[str, Limiter] = {}
         for v in vendors:
@@ -65,7 +64,7 @@ class LocalPool:
         self.elicitors = {
             v: Elicitor(endpoints[v], limiters[v], max_tokens=config.elicit_max_tokens,
                         prices=_model_prices(config, models, v), seed=config.seed)
-            for v in dict.fromkeys(vendor_of(m) for m in models)
+            for v in dict.fromkeys(config.vendor_of(m) for m in models)
         }
 
     def submit(self, vendor: str, task: JudgeTask) -> asyncio.Future[JudgeCallRecord]:
@@ -89,7 +88,7 @@ class RayPool:
         from council.actors import ElicitorActor, JudgeActor, quota_actor
 
         models = list(models)
-        vendors = dict.fromkeys([*config.roster_vendors, *(vendor_of(m) for m in models)])
+        vendors = dict.fromkeys([*config.roster_vendors, *(config.vendor_of(m) for m in models)])
         self.quotas = {v: quota_actor(v, config.settings(v).limits) for v in vendors}
         options = {"max_concurrency": 4096, "num_cpus": 0}
         self.actors = {
@@ -102,7 +101,7 @@ class RayPool:
             v: ElicitorActor.options(**options).remote(
                 v, endpoints[v], config.settings(v), config.elicit_max_tokens, _model_prices(config, models, v),
                 config.seed)
-            for v in dict.fromkeys(vendor_of(m) for m in models)
+            for v in dict.fromkeys(config.vendor_of(m) for m in models)
         }
         self._judge_batchers = {v: self._batcher(a.grade_batch, v) for v, a in self.actors.items()}
         self._elicit_batchers = {v: self._batcher(a.elicit_batch, v) for v, a in self.elicitor_actors.items()}

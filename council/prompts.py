@@ -2,17 +2,16 @@
 
 Round one shows the question, reference, rubric and response: never the item's rationale, never the
 name or vendor of the model that wrote the response. Round two adds the member's own round-one vote and
-its peers' votes labelled ``Member [B]``, ``Member [C]``... with vendor and model names scrubbed.
+its peers' votes labelled ``Member [B]``, ``Member [C]``... with vendor and model names scrubbed
+(``council.anonymise``).
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import dataclass
 
 from council.schema import BankItem, ResponseRow, Verdict
-from council.vendors import BRAND_NAMES
 
 PROMPT_VERSION = "judge-v1"
 
@@ -164,26 +163,6 @@ def request_key(judge_model: str, round_: int, body: str, temperature: float, ma
     return hashlib.sha256("\x1f".join(
         (PROMPT_VERSION, PROMPT_HASHES[f"round{round_}"], judge_model, str(round_), repr(float(temperature)),
          str(max_tokens), body)).encode()).hexdigest()[:32]
-
-
-# A brand, optionally followed by a version-like tail ("gpt-4o", "claude-3.5", "llama3"), as a whole word.
-_BRAND_RE = re.compile(
-    r"\b(?:" + "|".join(re.escape(n) for n in BRAND_NAMES) + r")(?:[-.]?\d[\w.-]*|-[\w.-]+)?\b", re.IGNORECASE
-)
-
-
-def scrubber(extra_names: list[str]) -> re.Pattern[str]:
-    """A pattern matching vendor and model names: the known brands plus ``extra_names`` (model ids, vendors)."""
-    names = {n for n in extra_names if n}
-    for name in list(names):
-        names.update(part for part in re.split(r"[/:]", name) if len(part) >= 3)
-    alternation = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
-    brands = _BRAND_RE.pattern
-    return re.compile(f"(?:{alternation})|{brands}" if alternation else brands, re.IGNORECASE)
-
-
-def scrub(text: str, pattern: re.Pattern[str]) -> str:
-    return pattern.sub("[redacted]", text)
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,20 +4,31 @@ from __future__ import annotations
 
 import hashlib
 import random
-import re
 
-from council.prompts import LETTERS, Peer, scrub
+from council.anonymise import Anonymiser
+from council.prompts import LETTERS, Peer
 from council.schema import JudgeCallRecord, MemberSpec, ResponseRow
 
 # The rules this module and the aggregator implement; recorded on every judge-call record.
 METHODOLOGY_VERSION = "council-v1 (self-exclusion; blind round one; lettered round two; strict majority, ties incorrect)"
 
 
-def eligible_members(row: ResponseRow, roster: list[MemberSpec], self_exclusion: bool = True) -> list[MemberSpec]:
-    """The roster minus the vendor that produced the row (vendor self-exclusion)."""
+def panel(vendor: str, roster: list[MemberSpec], self_exclusion: bool = True) -> list[MemberSpec]:
+    """Who sits on a row produced by ``vendor``, in roster order: the regular members minus that vendor's
+    (vendor self-exclusion), with each emptied seat filled by the next reserve not of that vendor, so every
+    row has the same panel size. Without self-exclusion the regular members sit and no reserve does."""
+    regulars = [m for m in roster if not m.reserve]
     if not self_exclusion:
-        return list(roster)
-    return [m for m in roster if m.vendor != row.vendor]
+        return regulars
+    seated = [m for m in regulars if m.vendor != vendor]
+    fill = [m for m in roster if m.reserve and m.vendor != vendor][: len(regulars) - len(seated)]
+    chosen = {m.vendor for m in seated} | {m.vendor for m in fill}
+    return [m for m in roster if m.vendor in chosen]
+
+
+def eligible_members(row: ResponseRow, roster: list[MemberSpec], self_exclusion: bool = True) -> list[MemberSpec]:
+    """The panel of ``row`` (see :func:`panel`)."""
+    return panel(row.vendor, roster, self_exclusion)
 
 
 def row_order(seed: int, row_id: str, vendors: list[str]) -> list[str]:
@@ -29,9 +40,10 @@ def row_order(seed: int, row_id: str, vendors: list[str]) -> list[str]:
 
 
 def peers_for(
-    viewer: str, order: list[str], round1: dict[str, JudgeCallRecord], pattern: re.Pattern[str]
+    viewer: str, order: list[str], round1: dict[str, JudgeCallRecord], anonymiser: Anonymiser
 ) -> tuple[list[Peer], dict[str, str]]:
-    """The viewer's peers with a valid round-one vote, lettered from B in the row's order, reasons scrubbed.
+    """The viewer's peers with a valid round-one vote, lettered from B in the row's order, reasons scrubbed
+    of vendor and model names by ``anonymiser``.
 
     Returns the peers to show and the letter -> vendor key (kept in the record for audit, never shown).
     """
@@ -42,6 +54,6 @@ def peers_for(
         if vendor == viewer or record is None or record.verdict is None:
             continue
         letter = LETTERS[len(peers)]
-        peers.append(Peer(letter=letter, verdict=record.verdict, reason=scrub(record.reason or "", pattern)))
+        peers.append(Peer(letter=letter, verdict=record.verdict, reason=anonymiser.scrub(record.reason or "")))
         letters[letter] = vendor
     return peers, letters

@@ -24,6 +24,7 @@ ROWS = "rows.jsonl"
 ITEMS = "items.jsonl"
 ROUND_FILES = {1: "round1.jsonl", 2: "round2.jsonl"}
 SHADOW = "shadow.jsonl"
+AUDIT = "audit.jsonl"
 ELICITED = "elicited.jsonl"
 VERDICTS = "verdicts.jsonl"
 SUMMARY = "summary.json"
@@ -79,8 +80,9 @@ class RunFolder:
             raise RunFolderError(f"{self.path / name}: {exc}") from exc
 
     def append(self, record: JudgeCallRecord | ElicitedRecord) -> None:
-        """Append one judge-call record to its round file (shadow votes to their own) and flush it."""
-        name = ELICITED if isinstance(record, ElicitedRecord) else SHADOW if record.shadow else ROUND_FILES[record.round]
+        """Append one judge-call record to its round file (shadow and audit votes to their own) and flush it."""
+        name = (ELICITED if isinstance(record, ElicitedRecord) else SHADOW if record.shadow
+                else AUDIT if record.audit_of else ROUND_FILES[record.round])
         handle = self._appenders.get(name)
         if handle is None:
             handle = self._appenders[name] = open(self.path / name, "ab")
@@ -94,7 +96,7 @@ class RunFolder:
 
     def drop_torn_tails(self) -> None:
         """Cut a torn last line (a crash mid-write) off the round files, so appending can go on."""
-        for name in (*ROUND_FILES.values(), SHADOW, ELICITED):
+        for name in (*ROUND_FILES.values(), SHADOW, AUDIT, ELICITED):
             path = self.path / name
             if not path.is_file():
                 continue
@@ -109,12 +111,16 @@ class RunFolder:
     def read_shadow(self) -> list[JudgeCallRecord]:
         return read_jsonl(self.path / SHADOW, JudgeCallRecord, missing_ok=True)
 
+    def read_audit(self) -> list[JudgeCallRecord]:
+        return read_jsonl(self.path / AUDIT, JudgeCallRecord, missing_ok=True)
+
     def read_elicited(self) -> list[ElicitedRecord]:
         return read_jsonl(self.path / ELICITED, ElicitedRecord, missing_ok=True)
 
 
-def read_jsonl(path: Path, model: type[M], *, missing_ok: bool = False) -> list[M]:
-    """Records of a JSONL file. A torn last line (a crash mid-write) is ignored; any other bad line is an error."""
+def read_jsonl(path: Path, model: type[M], *, missing_ok: bool = False, context: dict | None = None) -> list[M]:
+    """Records of a JSONL file. A torn last line (a crash mid-write) is ignored; any other bad line is an error.
+    ``context`` is pydantic's validation context (the run's vendor map, for response rows)."""
     try:
         data = path.read_bytes()
     except FileNotFoundError:
@@ -128,7 +134,7 @@ def read_jsonl(path: Path, model: type[M], *, missing_ok: bool = False) -> list[
         if not line.strip():
             continue
         try:
-            out.append(model.model_validate(orjson.loads(line)))
+            out.append(model.model_validate(orjson.loads(line), context=context))
         except (orjson.JSONDecodeError, ValidationError) as exc:
             if torn_tail and number == len(lines):
                 break

@@ -31,7 +31,6 @@ from council.protocol import METHODOLOGY_VERSION
 from council.runfolder import ITEMS, MANIFEST, ROWS, RunFolder, dump_json, read_jsonl
 from council.schema import BankItem, ElicitedRecord, JudgeCallRecord, ResponseRow, ResumeEntry, RunManifest
 from council.scoring import rescore
-from council.vendors import vendor_of
 from elicitor import ElicitTask, elicit_key
 from elicitor.prompts import ELICIT_HASH, ELICIT_VERSION
 
@@ -52,6 +51,7 @@ class RunRequest:
     reuse_from: list[str] = field(default_factory=list)
     models: list[str] = field(default_factory=list)  # ask these models the bank's items (elicitation)
     rows: list[ResponseRow] | None = None  # already imported (another benchmark's format); else read responses
+    skipped_inputs: list[str] = field(default_factory=list)  # records left out on purpose (--skip-invalid)
     command: str = "run"
 
 
@@ -68,6 +68,11 @@ class RunResult:
     @property
     def stopped_by_budget(self) -> bool:
         return bool(self.budget and self.budget.exhausted)
+
+    @property
+    def not_graded(self) -> int:
+        """Rows left without a full panel's votes (budget, interrupt, provider failure): never scored."""
+        return int(self.summary.get("not_graded_rows", 0))
 
 
 ProgressHooks = tuple[Callable[[int], None] | None, Callable[[ResponseRow], None] | None]
@@ -100,20 +105,22 @@ async def run_council(
     if req.backend not in BACKENDS:
         raise ConfigError(f"unknown backend {req.backend!r}; choose one of {', '.join(BACKENDS)}")
     items = load_bank(req.bank)
-    rows = [] if req.models else req.rows if req.rows is not None else load_responses(req.responses, items)
+    rows = ([] if req.models else req.rows if req.rows is not None
+            else load_responses(req.responses, items, vendor_map=req.config.vendor_map))
     reusable = _reusable(req.runs_dir, req.reuse_from)
     sim_config = _sim_config(req) if req.provider_url is None else None
     folder = RunFolder.create(req.runs_dir, req.run_id or new_run_id())
     used = {r.item_id for r in rows} if rows else {i.id for i in items}
     manifest = RunManifest(
         run_id=folder.path.name, created_at=_now(), command=req.command, roster=req.config.roster,
-        self_exclusion=req.config.self_exclusion, quorum=req.config.quorum, seed=req.config.seed,
+        simulated=req.provider_url is None, self_exclusion=req.config.self_exclusion, quorum=req.config.quorum,
+        seed=req.config.seed,
         backend=req.backend, provider_url=req.provider_url, judge_prompt_version=PROMPT_VERSION,
         prompt_hashes=PROMPT_HASHES, methodology_version=METHODOLOGY_VERSION, bank_path=str(req.bank),
         responses_path="" if req.models else str(req.responses), dataset_fingerprint=dataset_fingerprint(items),
         responses_fingerprint="" if req.models else responses_fingerprint(rows), rows=len(rows),
         versions=_versions(), config=req.config.model_dump(mode="json"), sim_config=sim_config,
-        reuse_from=list(req.reuse_from), models=list(req.models),
+        reuse_from=list(req.reuse_from), models=list(req.models), skipped_inputs=list(req.skipped_inputs),
         elicit_prompt_version=ELICIT_VERSION if req.models else None, elicit_prompt_hash=ELICIT_HASH if req.models else None,
     )
     folder.write_json(MANIFEST, manifest.model_dump(mode="json"))
@@ -121,7 +128,7 @@ async def run_council(
     folder.write_lines(ROWS, rows)
     return await _drive(folder, manifest, items, rows, req.config, archived={}, reusable=reusable,
                         backend=req.backend, provider_url=req.provider_url, ray_address=req.ray_address,
-                        hooks=(on_start, on_row_done), elicited={})
+                        hooks=(on_start, on_row_done), elicited={}, audited=set())
 
 
 async def resume_council(
@@ -145,7 +152,8 @@ async def resume_council(
         rows: list[ResponseRow] = []
         elicited = {r.row_id: r for r in folder.read_elicited()}
     else:
-        rows, elicited = read_jsonl(folder.path / ROWS, ResponseRow), {}
+        rows = read_jsonl(folder.path / ROWS, ResponseRow, context={"vendor_map": manifest.config.get("vendor_map")})
+        elicited = {}
         if responses_fingerprint(rows) != manifest.responses_fingerprint:
             raise RunFolderError(f"{folder.path / ROWS} does not match the fingerprint in its manifest")
     records = folder.read_records(1) + folder.read_records(2) + folder.read_shadow()
@@ -156,21 +164,25 @@ async def resume_council(
     if budget_usd is not None:
         config = config.model_copy(update={"budget_usd": budget_usd})
     backend = backend or manifest.backend
+    if provider_url and manifest.simulated:
+        raise ConfigError(f"run {run_id} was graded by the embedded provider (simulated); resume it without "
+                          "--provider-url, or grade the rows again as a new run")
     provider_url = provider_url or manifest.provider_url
     manifest = manifest.model_copy(update={"resumes": [
         *manifest.resumes, ResumeEntry(at=_now(), command=command, archived_votes=len(archived))]})
     folder.write_json(MANIFEST, manifest.model_dump(mode="json"))
     reusable = _reusable(Path(runs_dir), manifest.reuse_from)
+    audited = {(r.row_id, r.member, r.round) for r in folder.read_audit()}
     return await _drive(folder, manifest, items, rows, config, archived=archived, reusable=reusable,
                         backend=backend, provider_url=provider_url, ray_address=ray_address,
-                        hooks=(on_start, on_row_done), elicited=elicited)
+                        hooks=(on_start, on_row_done), elicited=elicited, audited=audited)
 
 
 async def _drive(
     folder: RunFolder, manifest: RunManifest, items: list[BankItem], rows: list[ResponseRow], config: CouncilConfig,
     *, archived: dict[VoteKey, JudgeCallRecord], reusable: dict[str, tuple[str, JudgeCallRecord]], backend: str,
     provider_url: str | None, ray_address: str | None, hooks: ProgressHooks,
-    elicited: dict[str, ElicitedRecord],
+    elicited: dict[str, ElicitedRecord], audited: set[VoteKey],
 ) -> RunResult:
     on_start, on_row_done = hooks
     logs.configure(folder.path / "log.jsonl")
@@ -186,7 +198,7 @@ async def _drive(
         provider_url = sim.url
     endpoint = Endpoint(base_url=provider_url)
     models = manifest.models
-    endpoints = {v: endpoint for v in [*config.roster_vendors, *(vendor_of(m) for m in models)]}
+    endpoints = {v: endpoint for v in [*config.roster_vendors, *(config.vendor_of(m) for m in models)]}
     log.info("run.start", rows=len(rows), backend=backend, provider="embedded" if sim else provider_url,
              archived_votes=len(archived), resumed=bool(manifest.resumes))
 
@@ -201,7 +213,7 @@ async def _drive(
 
         pool = LocalPool(config, endpoints, models)
 
-    tasks = [ElicitTask(row_id=f"{i.id}::{m}", item_id=i.id, model=m, prompt=i.prompt,
+    tasks = [ElicitTask(row_id=f"{i.id}::{m}", item_id=i.id, model=m, vendor=config.vendor_of(m), prompt=i.prompt,
                         request_key=elicit_key(m, i.prompt, config.elicit_max_tokens))
              for i in items for m in models]
     if on_start is not None:
@@ -213,7 +225,7 @@ async def _drive(
     coordinator = Coordinator(
         config, {i.id: i for i in items}, pool, folder.append, on_row_done=on_row_done,
         extra_names=sorted({r.model for r in rows} | {r.vendor for r in rows} | set(models)), archived=archived,
-        reusable=reusable, budget=budget, on_elicited=folder.append, archived_elicited=elicited,
+        reusable=reusable, budget=budget, on_elicited=folder.append, archived_elicited=elicited, audited=audited,
     )
     try:
         if models:

@@ -8,12 +8,17 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from council.vendors import vendor_of
+from council.errors import VendorConflictError
+from council.vendors import row_vendor
 
 Verdict = Literal["correct", "incorrect"]
-ParseStatus = Literal["ok", "repaired", "unparseable", "error"]
+ParseStatus = Literal["ok", "extracted", "repaired", "unparseable", "error"]
+"""``ok``: the reply was the JSON object alone; ``extracted``: the object was read from inside prose or a code
+fence (found, not guessed); ``repaired``: read after one re-ask; ``unparseable``: no vote; ``error``: the call
+failed."""
 
 
 class _Strict(BaseModel):
@@ -60,13 +65,25 @@ class ResponseRow(_Strict):
 
     @model_validator(mode="before")
     @classmethod
-    def _defaults(cls, data: Any) -> Any:
+    def _defaults(cls, data: Any, info: ValidationInfo) -> Any:
+        """Fill ``row_id`` and decide ``vendor`` (``council.vendors.row_vendor``): a given vendor is
+        canonicalised and checked against the model id. A validation context ``{"vendor_map": {...}}`` (the
+        loaders pass the operator's map) wins over both. A vendor that cannot be decided or contradicts the
+        model is an error on ``model`` or ``vendor``."""
         if isinstance(data, dict):
             data = dict(data)
             model = data.get("model")
             if isinstance(model, str) and model.strip():
-                if not data.get("vendor"):
-                    data["vendor"] = vendor_of(model)
+                stated = data.get("vendor")
+                if stated is None or isinstance(stated, str):
+                    vendor_map = info.context.get("vendor_map") if isinstance(info.context, dict) else None
+                    try:
+                        data["vendor"] = row_vendor(model, stated or None, vendor_map)
+                    except ValueError as exc:
+                        field = "vendor" if isinstance(exc, VendorConflictError) else "model"
+                        raise ValidationError.from_exception_data(cls.__name__, [InitErrorDetails(
+                            type=PydanticCustomError("vendor", "{reason}", {"reason": str(exc)}),
+                            loc=(field,), input=data.get(field))]) from None
                 if not data.get("row_id") and isinstance(data.get("item_id"), str):
                     data["row_id"] = f"{data['item_id']}::{model}"
         return data
@@ -128,9 +145,12 @@ class JudgeCallRecord(_Strict):
     request_key: str = ""
     request_id: str
     batch_size: int = 1
+    batch_rows: list[str] = Field(default_factory=list)  # a batched request's rows, by key order ([] alone)
     peer_letters: dict[str, str] = Field(default_factory=dict)
     reused_from: str | None = None
+    reserve: bool = False  # the member sat in as a reserve, for a seat self-exclusion emptied
     shadow: bool = False  # a --shadow-self vote of the row's own vendor: recorded, never counted
+    audit_of: str | None = None  # a --batch-audit vote: the request_id of the batched vote it re-asks alone
 
 
 class ElicitedRecord(_Strict):
@@ -166,26 +186,31 @@ class ElicitedRecord(_Strict):
 
 
 class RowVerdict(_Strict):
-    """The council's decision on one row, both rounds."""
+    """The council's decision on one row, both rounds. A row whose panel did not vote in full (budget,
+    interrupt, provider failure) is ``graded: false`` with no consensus: counted, never scored."""
 
     row_id: str
     item_id: str
     model: str
     vendor: str
-    members: list[str]
+    members: list[str]  # who sat: the panel
+    reserves: list[str] = Field(default_factory=list)  # those of ``members`` who sat in as reserves
+    graded: bool = True
     votes_round1: dict[str, Verdict | None]
     votes_round2: dict[str, Verdict | None]
-    consensus_round1: Verdict
-    consensus: Verdict
+    consensus_round1: Verdict | None
+    consensus: Verdict | None
     flags: list[str] = Field(default_factory=list)
     gold_verdict: Verdict | None = None
 
 
 class MemberSpec(_Strict):
-    """A council seat: the vendor and the judge model that speaks for it."""
+    """A council seat: the vendor and the judge model that speaks for it. A ``reserve`` seat sits in only on
+    rows where self-exclusion emptied a regular seat, so every row has the same panel size."""
 
     vendor: str
     judge_model: str
+    reserve: bool = False
 
 
 class ResumeEntry(_Strict):
@@ -198,7 +223,8 @@ class RunManifest(_Strict):
     run_id: str
     created_at: str
     command: str
-    roster: list[MemberSpec]
+    roster: list[MemberSpec]  # every seat, reserves included (``reserve: true``)
+    simulated: bool = False  # graded by the embedded provider: no real model was asked
     self_exclusion: bool
     quorum: int
     seed: int
@@ -220,3 +246,4 @@ class RunManifest(_Strict):
     models: list[str] = Field(default_factory=list)  # models under test asked by this run (elicitation)
     elicit_prompt_version: str | None = None
     elicit_prompt_hash: str | None = None
+    skipped_inputs: list[str] = Field(default_factory=list)  # input records left out (--skip-invalid), with locations

@@ -21,10 +21,16 @@ WARN_RATE = 0.02  # a diagnostic above this share of votes (or rows) is printed 
 
 
 def score(a: VoteArrays, quorum: int, run_id: str, *, seed: int = 0, resamples: int = 1000,
-          penalty: float = 1.0) -> tuple[list[RowVerdict], dict[str, Any]]:
+          penalty: float = 1.0, simulated: bool = False) -> tuple[list[RowVerdict], dict[str, Any]]:
+    """Verdicts of every row and the summary. Rows not graded (a panel member without a result in some
+    round: budget, interrupt, provider failure) get no consensus and are left out of every score."""
+    full = a
+    a = full.subset(full.graded) if not full.graded.all() else full  # rows never graded are never scored
     tallied = agg.tally_rounds(a.votes)  # one count of the votes serves every metric below
     cons = agg.consensus(a.votes, quorum=quorum, tally=tallied)
-    verdicts = [_row_verdict(i, a, cons) for i in range(len(a.row_ids))]
+    position = np.cumsum(full.graded) - 1  # a graded row's index among the graded rows
+    verdicts = [_row_verdict(i, full, cons, int(position[i]) if full.graded[i] else None)
+                for i in range(len(full.row_ids))]
     n_models = len(a.models)
     s2, counts = agg.group_scores(cons.verdict[:, 1], a.model, n_models)
     s1, _ = agg.group_scores(cons.verdict[:, 0], a.model, n_models)
@@ -32,21 +38,30 @@ def score(a: VoteArrays, quorum: int, run_id: str, *, seed: int = 0, resamples: 
     truth, _ = agg.group_scores((a.gold == agg.CORRECT).astype(np.int8), a.model, n_models)
     ties, _ = agg.group_scores(cons.tie[:, 1].astype(np.int8), a.model, n_models)  # ties resolve to incorrect
 
-    summary: dict[str, Any] = {"run_id": run_id, "quorum": quorum, "members": a.members}
+    not_graded = np.bincount(full.model[~full.graded], minlength=n_models)
+    summary: dict[str, Any] = {"run_id": run_id, "simulated": simulated, "quorum": quorum, "members": a.members,
+                               "reserves": [m for m, r in zip(a.members, a.reserve, strict=True) if r]}
     summary.update(agg.deliberation_summary(a.votes, a.members, quorum=quorum, tally=tallied))
+    summary["rows_total"] = len(full.row_ids)
+    summary["not_graded_rows"] = int(not_graded.sum())
+    summary["panels"] = _panels(full)
     summary["models"] = {
         name: {
-            "vendor": a.model_vendors[k], "rows": int(counts[k]), "score": _num(s2[k]), "score_round1": _num(s1[k]),
-            "tie_rate": _num(ties[k]),
+            "vendor": a.model_vendors[k], "rows": int(counts[k]), "not_graded": int(not_graded[k]),
+            "score": _num(s2[k]), "score_round1": _num(s1[k]), "tie_rate": _num(ties[k]),
             **({"true_score": _num(truth[k])} if has_gold else {}),
         }
         for k, name in sorted(enumerate(a.models), key=lambda kv: kv[1])
     }
     summary["flags"] = {
-        flag: sum(flag in v.flags for v in verdicts)
+        flag: sum(flag in v.flags for v in verdicts if v.graded)
         for flag in ("tie", "no_quorum", "tie_round1", "no_quorum_round1", "missing_votes")
     }
     summary["diagnostics"] = diagnostics(a.counters, a.members, summary["flags"]["no_quorum"], len(a.row_ids))
+    if summary["panels"]["sizes_differ"]:
+        summary["diagnostics"]["warnings"].append("panels differ in size (add a reserve member to the roster)")
+    if summary["not_graded_rows"]:
+        summary["diagnostics"]["warnings"].append(f"{summary['not_graded_rows']} rows not graded")
     if has_gold:
         summary["accuracy_vs_gold"] = {
             "council": _num(agg.accuracy_against(cons.verdict[:, 1], a.gold)),
@@ -54,6 +69,16 @@ def score(a: VoteArrays, quorum: int, run_id: str, *, seed: int = 0, resamples: 
             "members_round1": dict(zip(a.members, map(_num, agg.member_accuracy(a.votes[:, :, 0], a.gold)), strict=True)),
             "members_round2": dict(zip(a.members, map(_num, agg.member_accuracy(a.votes[:, :, 1], a.gold)), strict=True)),
         }
+        versus = agg.council_versus_members(cons.verdict[:, 1], a.votes[:, :, 0], a.gold, a.item, len(a.items),
+                                            a.members, n_resamples=resamples, seed=seed)
+        if versus is not None:
+            summary["accuracy_vs_gold"].update({
+                "council_ci": versus["judges"]["council"], "members_round1_ci": {
+                    m: versus["judges"][m] for m in a.members},
+                "best_member_round1": versus["best_member"],
+                "council_minus_best_member": versus["council_minus_best_member"]})
+    if len(full.audit):  # batched votes asked again alone: does batching change verdicts?
+        summary["batch_audit"] = agg.paired_agreement(full.audit[:, 0], full.audit[:, 1], full.audit[:, 2], a.members)
     if (a.shadow != agg.MISSING).any():
         summary["self_preference"] = _self_preference(a, cons.verdict[:, 1])
     summary.update(statistics(a, cons, tallied, quorum, seed=seed, resamples=resamples, penalty=penalty))
@@ -127,27 +152,43 @@ def diagnostics(c: Counters, members: list[str], no_quorum_rows: int, rows: int)
     per_member = {m: round(c.member_failures[m] / max(1, c.member_votes[m]), 6) for m in members}
     warnings = [k.removesuffix("_rate") for k, v in rates.items() if v > WARN_RATE]
     warnings += [f"member {m} errors" for m, v in per_member.items() if v > WARN_RATE]
-    return {**counts, **rates, "error_rate_per_member": per_member, "warnings": warnings}
+    parsing = {m: {f"{status}_rate": round(c.member_status.get(m, {}).get(status, 0) / max(1, c.member_votes[m]), 6)
+                   for status in ("ok", "extracted", "repaired", "unparseable", "error")} for m in members}
+    return {**counts, **rates, "error_rate_per_member": per_member, "parse_status_per_member": parsing,
+            "self_identifying_responses": dict(sorted(c.self_identified.items())), "warnings": warnings}
 
 
-def _row_verdict(i: int, a: VoteArrays, cons: agg.Consensus) -> RowVerdict:
+def _panels(a: VoteArrays) -> dict[str, Any]:
+    """How many rows had each panel size, how many an even panel, and how many seated a reserve."""
+    sizes = a.eligible.sum(axis=1)
+    by_size = {str(k): int(v) for k, v in zip(*np.unique(sizes, return_counts=True), strict=True)}
+    return {"rows_by_size": by_size, "even_panel_rows": int((sizes % 2 == 0).sum()),
+            "reserve_rows": int(a.eligible[:, a.reserve].any(axis=1).sum()), "sizes_differ": len(by_size) > 1}
+
+
+def _row_verdict(i: int, a: VoteArrays, cons: agg.Consensus, k: int | None) -> RowVerdict:
+    """Row ``i`` of ``a``; ``k`` is its index in ``cons`` (None: the row was not graded)."""
     cols = np.flatnonzero(a.eligible[i])
     names = [a.members[j] for j in cols]
     v = a.votes[i]
     flags = []
-    for k, suffix in ((1, ""), (0, "_round1")):
-        if cons.no_quorum[i, k]:
-            flags.append("no_quorum" + suffix)
-        elif cons.tie[i, k]:
-            flags.append("tie" + suffix)
+    if k is None:
+        flags.append("not_graded")
+    else:
+        for r, suffix in ((1, ""), (0, "_round1")):
+            if cons.no_quorum[k, r]:
+                flags.append("no_quorum" + suffix)
+            elif cons.tie[k, r]:
+                flags.append("tie" + suffix)
     if len(cols) and (v[cols] == agg.MISSING).any():
         flags.append("missing_votes")
     return RowVerdict(
         row_id=a.row_ids[i], item_id=a.items[a.item[i]], model=a.models[a.model[i]], vendor=a.vendor_of_row[i],
-        members=names,
+        members=names, reserves=[a.members[j] for j in cols if a.reserve[j]], graded=k is not None,
         votes_round1={m: _WORD.get(int(v[j, 0])) for m, j in zip(names, cols, strict=True)},
         votes_round2={m: _WORD.get(int(v[j, 1])) for m, j in zip(names, cols, strict=True)},
-        consensus_round1=_WORD[int(cons.verdict[i, 0])], consensus=_WORD[int(cons.verdict[i, 1])],
+        consensus_round1=None if k is None else _WORD[int(cons.verdict[k, 0])],
+        consensus=None if k is None else _WORD[int(cons.verdict[k, 1])],
         flags=flags, gold_verdict=_WORD.get(int(a.gold[i])),
     )
 
@@ -192,7 +233,7 @@ def rescore(folder: RunFolder) -> dict[str, Any]:
     config = manifest.config
     verdicts, summary = score(arrays, manifest.quorum, manifest.run_id, seed=manifest.seed,
                               resamples=config.get("bootstrap_resamples", 1000),
-                              penalty=config.get("selective_penalty", 1.0))
+                              penalty=config.get("selective_penalty", 1.0), simulated=manifest.simulated)
     elicited = folder.read_elicited()
     if elicited:
         summary["elicitation"] = elicitation(elicited)

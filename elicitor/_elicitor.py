@@ -15,7 +15,6 @@ from council.config import Endpoint
 from council.errors import ProviderError
 from council.limiter import Limiter
 from council.schema import ElicitedRecord, RequestParams, Usage
-from council.vendors import vendor_of
 from elicitor.parsing import parse_elicited
 from elicitor.prompts import ELICIT_HASH, ELICIT_VERSION, elicit_messages
 
@@ -32,6 +31,7 @@ class ElicitTask:
     row_id: str
     item_id: str
     model: str
+    vendor: str
     prompt: str
     request_key: str
 
@@ -65,7 +65,7 @@ class Elicitor:
         latency = time.perf_counter() - started
         parsed = parse_elicited(content)
         return ElicitedRecord(
-            row_id=task.row_id, item_id=task.item_id, model=task.model, vendor=vendor_of(task.model), text=content,
+            row_id=task.row_id, item_id=task.item_id, model=task.model, vendor=task.vendor, text=content,
             answer=parsed.answer, abstained=parsed.abstained, confidence=parsed.confidence,
             confidence_status=parsed.confidence_status,
             truncated=finish == "length" or (parsed.empty and usage.completion_tokens > 0),

@@ -9,9 +9,10 @@ the problems and grades the rest. A file that is missing or unreadable, or of wh
 raises :class:`~council.errors.InputError` with the problems.
 
 Every record needs a vendor, because a vendor's judge must not grade its own models: see
-:func:`resolve_vendor` (the operator's vendor map first, then defaults for OpenRouter-style ids, tool
-routing prefixes and common bare model names). A record whose model maps to no vendor is reported and
-skipped. Each format module's docstring says exactly which fields it reads.
+:func:`council.vendors.row_vendor` (the operator's vendor map first, then the built-in rules for
+OpenRouter-style ids, tool routing prefixes, provider-native ids and common bare model names, then a vendor
+the record states). A record whose model maps to no vendor, or whose stated vendor contradicts its model,
+is reported and skipped. Each format module's docstring says exactly which fields it reads.
 """
 
 from __future__ import annotations
@@ -19,15 +20,13 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Callable, Iterator, Mapping
-from pathlib import Path
-from typing import Any
 
 
 from council.config import read_json_object
 from council.errors import ConfigError, InputError
 from council.importers import _inspect, _jsonl, _lm_eval, _openai_evals, _overlooked
 from council.importers._core import Candidate, ImportResult, collect
-from council.importers._vendor import mapped_vendor, model_from_model_args, normalize_model_id, resolve_vendor
+from council.vendors import mapped_vendor, model_from_model_args, normalize_model_id, resolve_vendor
 from council.schema import BankItem
 
 Reader = Callable[..., Iterator[Candidate]]
@@ -107,20 +106,20 @@ def load_vendor_map(path: str | os.PathLike[str]) -> dict[str, str]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add ``--format``, ``--vendor-map`` and ``--model`` (how ``--responses`` is read) to ``parser``."""
+    """Add ``--format`` and ``--model`` (how ``--responses`` is read) to ``parser``; ``--vendor-map`` is a
+    grading option of every command (``council.cli``)."""
     parser.add_argument("--format", choices=FORMATS, default="jsonl",
                         help="format of --responses: " + "; ".join(f"{k}: {v}" for k, v in FORMAT_HELP.items())
                         + " (default: jsonl)")
-    parser.add_argument("--vendor-map", type=Path, metavar="FILE",
-                        help="JSON object mapping a model id (or its prefix before '/') to its vendor; "
-                             "wins over the built-in mapping")
+    parser.add_argument("--skip-invalid", action="store_true",
+                        help="grade the valid records of a file that has bad ones (each skipped record is named and "
+                             "recorded in the manifest); by default one bad record stops the command")
     parser.add_argument("--model", help="model id for every imported record (formats that do not name the model "
                                         "per record, or to relabel a run)")
 
 
-def load_from_args(args: argparse.Namespace, items: list[BankItem] | None) -> ImportResult:
-    """Import ``args.responses`` as the arguments of :func:`add_arguments` say."""
-    vendor_map_path: Any = getattr(args, "vendor_map", None)
-    vendor_map = load_vendor_map(vendor_map_path) if vendor_map_path else None
+def load_from_args(args: argparse.Namespace, items: list[BankItem] | None,
+                   vendor_map: Mapping[str, str] | None = None) -> ImportResult:
+    """Import ``args.responses`` as the arguments of :func:`add_arguments` say, with the run's vendor map."""
     return import_responses(args.responses, getattr(args, "format", "jsonl") or "jsonl", items=items,
                             vendor_map=vendor_map, model=getattr(args, "model", None))

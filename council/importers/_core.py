@@ -19,8 +19,9 @@ import orjson
 from pydantic import ValidationError
 
 from bank._loader import _json_type, _loc, _message, json_lines
-from council.importers._vendor import mapped_vendor, org_vendor, resolve_vendor
+from council.errors import VendorConflictError
 from council.schema import BankItem, ResponseRow
+from council.vendors import row_vendor
 
 _BOM = b"\xef\xbb\xbf"
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -40,10 +41,11 @@ class ImportResult:
 class Candidate:
     """One record of a foreign file, on its way to becoming a ResponseRow.
 
-    ``fields`` uses ResponseRow's names. ``vendor_hint`` is a vendor the record itself states (used when
-    the vendor map does not name the model). ``variant`` marks a record that legitimately repeats another
-    one (lm-evaluation-harness writes a sample once per filter): a repeat with a different variant and the
-    same response is folded into the first silently instead of being reported as a duplicate.
+    ``fields`` uses ResponseRow's names. ``vendor_hint`` is a vendor the record itself states (the
+    ``stated`` vendor of :func:`council.vendors.row_vendor`: used when the model id resolves to no vendor,
+    an error when it contradicts the model's vendor). ``variant`` marks a record that legitimately repeats
+    another one (lm-evaluation-harness writes a sample once per filter): a repeat with a different variant
+    and the same response is folded into the first silently instead of being reported as a duplicate.
     """
 
     loc: str
@@ -203,20 +205,15 @@ def _validate(
     data = dict(cand.fields)
     if model:
         data["model"] = model
-    issues: list[tuple[str, str]] = []
     model_id = data.get("model")
     if isinstance(model_id, str) and model_id.strip():
         data["model"] = model_id = model_id.strip()
-        hint = non_blank(cand.vendor_hint)
-        vendor = mapped_vendor(model_id, vendor_map) or (org_vendor(hint) if hint else None) or resolve_vendor(model_id)
-        if vendor:
-            data["vendor"] = vendor
-        else:
-            data.pop("vendor", None)
-            issues.append(("model", f"cannot map model {model_id!r} to a vendor; add it to the vendor map"))
+        try:
+            data["vendor"] = row_vendor(model_id, non_blank(cand.vendor_hint), vendor_map)
+        except ValueError as exc:
+            return None, [("vendor" if isinstance(exc, VendorConflictError) else "model", str(exc))]
     try:
-        row = ResponseRow.model_validate(data)
+        row = ResponseRow.model_validate(data, context={"vendor_map": vendor_map})
     except ValidationError as exc:
-        issues.extend((_loc(e["loc"]), _message(e)) for e in exc.errors(include_url=False))
-        return None, issues
-    return (None, issues) if issues else (row, issues)
+        return None, [(_loc(e["loc"]), _message(e)) for e in exc.errors(include_url=False)]
+    return row, []

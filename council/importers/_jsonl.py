@@ -2,9 +2,9 @@
 
 Validation is the bank loader's (``bank._loader``): every field problem is reported with its line number and
 field (``file:line: field: problem``), unknown fields included. Unlike ``bank.load_responses``, the good
-lines are kept. Differences: the vendor is resolved like every importer's (vendor map first, then the
-row's own ``vendor``, then the defaults), so a bare model id of no known family is reported instead of
-becoming its own vendor; duplicates are by ``row_id`` (which defaults to ``item_id::model``).
+lines are kept. The vendor is decided as everywhere (``council.vendors.row_vendor``: the vendor map first,
+then the model id; the row's own ``vendor`` is canonicalised and must agree with the id, and is used alone
+only for an id of no known vendor); duplicates are by ``row_id`` (which defaults to ``item_id::model``).
 """
 
 from __future__ import annotations

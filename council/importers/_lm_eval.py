@@ -28,7 +28,7 @@ from typing import Any
 import orjson
 
 from council.importers._core import Candidate, dig, jsonl_candidates, non_blank, read_bytes
-from council.importers._vendor import model_from_model_args
+from council.vendors import model_from_model_args
 
 
 def read(name: str, *, model: str | None, problems: list[str]) -> Iterator[Candidate]:

@@ -1,10 +1,15 @@
 """The embedded provider: a local OpenAI-compatible chat-completions server that plays every vendor's judge
 and every model under test.
 
-It knows the ground truth (a TruthTable built from the rows being graded) and simulates per-vendor
-accuracy, self-preference and persuadability, RPM/TPM quotas answered with real 429s and rate-limit
-headers (or, per vendor, only ``retry-after``), latency, 5xx errors, timeouts, malformed JSON, truncation
-and, for batched prompts, rows left out of the reply::
+It knows the ground truth (a TruthTable built from the rows being graded, recording which model wrote each
+response) and its own world of who made which model (``WORLD`` plus ``SimConfig.world``; unknown models
+answer 404), independent of the council's. Its judges err together on hard items and deceptive responses
+(``ProbeProfile``), are lenient towards their own vendor's models, can be persuaded in round two by head
+count and by reasons that quote the reference (rightly or wrongly), name themselves in their reasons, and
+may be swayed by the other rows of a batch (``batch_contrast``). It answers RPM/TPM quotas with real 429s
+and rate-limit headers (or, per vendor, only ``retry-after``), and injects latency, 5xx errors, timeouts,
+malformed JSON, JSON fenced or inside prose, truncation and, for batched prompts, rows left out of the
+reply::
 
     server = await start_sim(SimConfig.planted(seed=0), TruthTable.from_rows(items, rows))
     client = AsyncOpenAI(base_url=server.url, api_key="sim")
@@ -17,13 +22,13 @@ items the table knows (``TruthTable.from_items(items)``), and records in the tab
 answer deserves, so the simulated judges then grade those answers against the truth.
 """
 
-from council.sim._config import ModelBehaviour, SimConfig, VendorBehaviour
+from council.sim._config import ModelBehaviour, ProbeProfile, SimConfig, VendorBehaviour
 from council.sim._eliciting import prime
 from council.sim._server import SimServer, build_app, serve, start_sim
 from council.sim._truth import TruthTable, truth_key
+from council.sim._world import WORLD, World
 
 __all__ = [
-    "ModelBehaviour", "SimConfig", "SimServer", "TruthTable", "VendorBehaviour", "build_app", "prime", "serve",
-    "start_sim",
-    "truth_key",
+    "WORLD", "ModelBehaviour", "ProbeProfile", "SimConfig", "SimServer", "TruthTable", "VendorBehaviour", "World",
+    "build_app", "prime", "serve", "start_sim", "truth_key",
 ]

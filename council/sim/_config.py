@@ -1,5 +1,5 @@
-"""Configuration of the embedded provider: how each vendor's judge behaves and its quota, and how each
-model under test answers."""
+"""Configuration of the embedded provider: who made which model (the world), how each vendor's judge
+behaves and its quota, how hard each probe is to judge, and how each model under test answers."""
 
 from __future__ import annotations
 
@@ -8,22 +8,48 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from council.config import model_from_file
+from council.sim._world import World, world_with
 
 _Rate = Field(ge=0.0, le=1.0)
 
 
 class VendorBehaviour(BaseModel):
-    """One vendor's judge: its skill, its biases, its faults and its quota."""
+    """One vendor's judge: its skill, its biases, its faults and its quota.
+
+    Round one: a judge errs on a row when a latent score (the item's difficulty and the row's
+    deceptiveness, both shared by every judge, plus the judge's own noise, see ``ProbeProfile``) crosses
+    the judge's threshold ``Phi^-1(accuracy) + ease`` of the item's probe; an error flips the true verdict.
+    Round two: see ``persuadability``, ``conformity`` and ``reason_weight``."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     accuracy: float = Field(default=0.82, ge=0.0, le=1.0)
-    """P(round-one verdict == truth)."""
+    """P(round-one verdict == truth) on a probe of ease 0 (the default probe profile), before leniency; a probe
+    with ease ``e`` gives ``Phi(Phi^-1(accuracy) + e)``."""
     self_preference: float = Field(default=0.0, ge=0.0, le=1.0)
-    """P(grading its own vendor's wrong answer as correct, when it would otherwise say incorrect)."""
+    """Family leniency: P(turning an "incorrect" verdict into "correct" on a row written by any model of the
+    judge's own vendor, per the world); in round two, P(holding on to "correct" on such a row)."""
     persuadability: float = Field(default=0.3, ge=0.0, le=1.0)
-    """Round two: P(switching to the peers' strict-majority verdict when it disagrees with its own)."""
+    """Round two: P(switching) = persuadability * (1 - exp(-pressure)) when the pressure to switch is
+    positive (see ``conformity`` and ``reason_weight``); no pressure, no switch."""
+    conformity: float = Field(default=1.0, ge=0.0)
+    """Round two: weight of the head count in the pressure, per peer (peers against minus peers with)."""
+    reason_weight: float = Field(default=1.5, ge=0.0)
+    """Round two: weight of a reason that quotes the reference, per reason (quoting reasons against minus
+    quoting reasons with, the judge's own round-one reason included). Above ``conformity``, one peer with a
+    good reason can outweigh one more head on the other side."""
+    cite_when_right: float = Field(default=0.7, ge=0.0, le=1.0)
+    """P(a verdict that matches the truth comes with a reason that quotes the reference)."""
+    cite_when_wrong: float = Field(default=0.2, ge=0.0, le=1.0)
+    """P(a verdict that contradicts the truth comes with a reason that quotes the reference)."""
+    batch_contrast: float = Field(default=0.0, ge=0.0, le=1.0)
+    """In a batched request, P(flipping a row whose verdict agrees with the strict majority of the verdicts
+    its neighbours in the batch would get alone): harsher among good-looking rows, kinder among bad ones."""
     malformed_rate: float = Field(default=0.01, ge=0.0, le=1.0)
+    prose_json_rate: float = Field(default=0.0, ge=0.0, le=1.0)
+    """P(the JSON object comes inside a sentence of prose); still readable by extracting the object."""
+    fenced_rate: float = Field(default=0.0, ge=0.0, le=1.0)
+    """P(the JSON object comes inside a Markdown ```json fence); still readable."""
     truncation_rate: float = Field(default=0.0, ge=0.0, le=1.0)
     error_rate: float = Field(default=0.0, ge=0.0, le=1.0)
     timeout_rate: float = Field(default=0.0, ge=0.0, le=1.0)
@@ -34,11 +60,30 @@ class VendorBehaviour(BaseModel):
     tpm: int = Field(default=0, ge=0)
     """Tokens (prompt + completion) per minute; 0 = unlimited."""
     name_drop_rate: float = Field(default=0.05, ge=0.0, le=1.0)
-    """P(the reason names the judge's own model, e.g. "As gpt-5, I find ...")."""
+    """P(the reason names the judge, in one of several forms: "As Claude Sonnet 4.5, ...", "GPT‑5 here:",
+    "Speaking as a Gemini model, ...", "As an OpenAI model, ...", "DeepSeek-V3.2 finds ...", ...)."""
     batch_drop_rate: float = Field(default=0.0, ge=0.0, le=1.0)
     """In a batched reply, P(leaving a row's entry out of the verdicts array); drawn per row from its content."""
     rate_limit_headers: bool = True
     """Send ``x-ratelimit-*`` headers; when False, a 200 carries none and a 429 only ``retry-after``."""
+
+
+class ProbeProfile(BaseModel):
+    """How hard a probe is to judge, and how much of that is shared by all judges.
+
+    A judge's latent error score on a row is ``sqrt(shared) * S + sqrt(1 - shared) * N`` where
+    ``S = sqrt(item_share) * D + sqrt(1 - item_share) * E``: ``D`` the item's difficulty (drawn from the seed
+    and the question text), ``E`` the row's deceptiveness (seed, question and response: a wrong answer that
+    sounds right, a right answer that looks odd), ``N`` the judge's own noise; all standard normal. The judge
+    errs when the score exceeds ``Phi^-1(accuracy) + ease``. ``shared`` is the correlation of two judges'
+    latent scores on a row: the larger, the more the judges err together."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    ease: float = 0.0
+    """Added to every judge's threshold (z units): positive is easier to judge."""
+    shared: float = Field(default=0.5, ge=0.0, le=1.0)
+    item_share: float = Field(default=0.5, ge=0.0, le=1.0)
 
 
 class ModelBehaviour(BaseModel):
@@ -73,13 +118,21 @@ class ModelBehaviour(BaseModel):
 
 
 class SimConfig(BaseModel):
-    """The whole provider: a seed, per-vendor behaviour, and the quota and timeout knobs."""
+    """The whole provider: a seed, the world, per-vendor behaviour, per-probe difficulty, and the quota and
+    timeout knobs."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     seed: int = 0
+    world: dict[str, str] = Field(default_factory=dict)
+    """Model id -> vendor, on top of the built-in catalogue (``council.sim._world.WORLD``); ids match
+    case-insensitively on the full id. A model the world does not know answers 404."""
     vendors: dict[str, VendorBehaviour] = Field(default_factory=dict)
     default: VendorBehaviour = Field(default_factory=VendorBehaviour)
+    probes: dict[str, ProbeProfile] = Field(default_factory=dict)
+    """Per bank probe (``calibration``, ``honest_ignorance``, ...); other probes and items the truth table
+    does not know use ``default_probe``."""
+    default_probe: ProbeProfile = Field(default_factory=ProbeProfile)
     burst_s: float = Field(default=1.0, gt=0.0)
     timeout_s: float = Field(default=30.0, ge=0.0)
     models: dict[str, ModelBehaviour] = Field(default_factory=dict)
@@ -89,28 +142,63 @@ class SimConfig(BaseModel):
     def behaviour(self, vendor: str) -> VendorBehaviour:
         return self.vendors.get(vendor, self.default)
 
+    def probe(self, probe: str | None) -> ProbeProfile:
+        return self.probes.get(probe, self.default_probe) if probe is not None else self.default_probe
+
     def model_behaviour(self, model: str) -> ModelBehaviour:
         """How ``model`` answers when it is elicited as a model under test."""
         return self.models.get(model, self.default_model)
 
+    @property
+    def catalogue(self) -> World:
+        """The built-in catalogue plus ``world``: who really makes which model (built once per distinct world)."""
+        return world_with(tuple(self.world.items()))
+
     @classmethod
     def planted(cls, seed: int = 0) -> SimConfig:
-        """The planted scenario: five vendors, google and openai
-        strongly self-preferring, deepseek mildly; every judge persuadable with probability 0.3."""
+        """The planted scenario (the default world of ``council run``).
+
+        Judges: the five regular vendors and the reserve (mistral); family leniency planted strongly for
+        google (0.7) and openai (0.8), mildly for deepseek (0.3), weakly for anthropic, alibaba and mistral (0.1); every judge persuadable with probability 0.3,
+        a reason that quotes the reference weighing 1.5 heads; a few replies fenced or wrapped in prose.
+
+        Probes: the difficulty profiles are set so that, on the shipped sample graded blind by the five
+        default judges (each pair compared on the rows both may grade under self-exclusion), round-one
+        pairwise percent agreement is about 98% on factual probes (``calibration``) and about 87% on hard
+        honest-ignorance probes (``honest_ignorance``). Measured at seed 0: 98.0% and 87.7% (over seeds
+        0-29: 98.0% and 85.9% on average, standard deviation 0.6 and 1.9 points), with mean judge accuracy
+        95% and 88% (96.5% and 86% over seeds). ``false_premise`` (89%, 92% over seeds) and
+        ``certificate_or_confess`` (95%, 94.5%) sit in between, by the project's own choice.
+
+        Source of the 98% and 87% figures: none found. They are the project's target values from its issue
+        tracker and are not independently sourced; a search of published work on agreement between LLM
+        graders by task type found no study reporting them.
+
+        Nothing here is tuned to make a council beat its best member: whether it does is left to come out."""
         planted = {
             "anthropic": (0.86, 0.1),
             "google": (0.84, 0.7),
             "openai": (0.85, 0.8),
             "alibaba": (0.80, 0.1),
             "deepseek": (0.78, 0.3),
+            "mistral": (0.80, 0.1),  # the default roster's reserve judge
         }
         vendors = {
-            name: VendorBehaviour(accuracy=acc, self_preference=pref, persuadability=0.3)
+            name: VendorBehaviour(
+                accuracy=acc, self_preference=pref, persuadability=0.3, prose_json_rate=0.01, fenced_rate=0.02
+            )
             for name, (acc, pref) in planted.items()
         }
-        return cls(seed=seed, vendors=vendors)
+        probes = {
+            "calibration": ProbeProfile(ease=0.9, shared=0.96, item_share=0.25),
+            "honest_ignorance": ProbeProfile(ease=0.1, shared=0.7, item_share=0.25),
+            "false_premise": ProbeProfile(ease=0.4, shared=0.8, item_share=0.25),
+            "certificate_or_confess": ProbeProfile(ease=0.6, shared=0.85, item_share=0.25),
+        }
+        return cls(seed=seed, vendors=vendors, probes=probes)
 
     @classmethod
     def from_file(cls, path: str | Path) -> SimConfig:
         """Read a JSON file shaped like ``SimConfig.model_dump()``; raise ConfigError on any problem."""
         return model_from_file(cls, path, "simulator config")
+

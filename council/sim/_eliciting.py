@@ -14,10 +14,6 @@ An item the table does not know gets a vague answer whose truth is unknown and n
 
 from __future__ import annotations
 
-from council.vendors import vendor_of
-
-from elicitor.parsing import parse_elicited
-
 import hashlib
 import re
 import struct
@@ -27,6 +23,7 @@ from statistics import NormalDist
 from council.schema import BankItem, Verdict
 from council.sim._config import ModelBehaviour, SimConfig
 from council.sim._truth import TruthTable
+from elicitor.parsing import parse_elicited
 from elicitor.prompts import ABSTAIN, ELICIT_SYSTEM
 
 Message = tuple[str, str]  # (role, content)
@@ -223,18 +220,18 @@ def gold_of_cut(e: Elicitation, cut_answer: str) -> Verdict | None:
     return "incorrect"
 
 
-def record_truth(truth: TruthTable, e: Elicitation, content: str, vendor: str) -> None:
+def record_truth(truth: TruthTable, e: Elicitation, content: str, model: str) -> None:
     """Record the verdict the answer just sent deserves, under the text ``parse_elicited`` extracts from it
-    (and under the whole reply text too), with the model's vendor as its producer."""
+    (and under the whole reply text too), with ``model`` (the id it was asked as) as its producer."""
     if not e.known:
         return
     answer = parse_elicited(content).answer
     if answer is None:
         return
     gold = gold_of_cut(e, answer)
-    truth.add(e.question, answer, gold, (vendor,))
+    truth.add(e.question, answer, gold, (model,))
     if content.strip() != answer:
-        truth.add(e.question, content, gold, (vendor,))
+        truth.add(e.question, content, gold, (model,))
 
 
 def prime(config: SimConfig, truth: TruthTable, models: list[str]) -> None:
@@ -245,4 +242,4 @@ def prime(config: SimConfig, truth: TruthTable, models: list[str]) -> None:
         for model in models:
             e = elicit(config, truth, model, [("system", ELICIT_SYSTEM), ("user", question)])
             if e is not None:
-                record_truth(truth, e, e.content, vendor_of(model))
+                record_truth(truth, e, e.content, model)

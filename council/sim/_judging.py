@@ -2,21 +2,40 @@
 
 A request is a single-row prompt (one item body between the round tag and the instruction) or a batched
 prompt (several ``<item key="...">`` blocks, each holding the same body a single-row prompt would carry).
+
+Round one. Every item has a latent difficulty (seed, question text) and every response a latent
+deceptiveness (seed, question, response) that all judges share; each judge adds its own noise, drawn from
+the row's stream, and errs (flips the true verdict) when the sum crosses its threshold (its accuracy and
+the probe's ease, ``ProbeProfile``). So judges err together on hard items and deceptive responses. A judge
+is lenient towards every model of its own vendor per the simulated world (``council.sim._world``): an
+"incorrect" becomes "correct" with probability ``self_preference``. A reason quotes the reference more
+often when its verdict is right (``cite_when_right`` vs ``cite_when_wrong``).
+
+Round two. A judge weighs its peers' head count (``conformity``) and the reasons that quote the reference
+(``reason_weight``, its own round-one reason included) into a pressure to switch; it switches with
+probability ``persuadability * (1 - exp(-pressure))``. It may follow a wrong majority (herding), or be won
+over by a correct minority whose reason quotes the reference.
+
 Each item's verdict, reason and name drop come from a stream seeded by (seed, judge model id, round, the
-item body), so a row gets the same answer alone or at any position of any batch. Whether the whole reply
-is malformed is drawn from the full request text.
+item body), so a row gets the same answer alone or at any position of any batch, except for one planted
+effect: ``batch_contrast`` (0 by default), which flips a batched row whose verdict agrees with the majority
+of the verdicts its neighbours would get alone. Whether the whole reply is malformed, fenced or wrapped in
+prose is drawn from the full request text.
 
 Everything here is a pure function of (config, truth table, judge model id, request messages). The truth
 comes only from the TruthTable (or, for unknown pairs, a reference-containment heuristic), never from
-the prompt.
+the prompt; the vendors of the judge and of each response's producers come only from the world.
 """
 
 from __future__ import annotations
 
 import hashlib
-import struct
+import math
 import re
+import struct
 from dataclasses import dataclass, field
+from functools import lru_cache
+from statistics import NormalDist
 
 import orjson
 
@@ -33,9 +52,9 @@ from council.prompts import (
     ROUND1_TEMPLATE,
     ROUND2_TEMPLATE,
 )
-from council.sim._config import SimConfig, VendorBehaviour
+from council.sim._config import ProbeProfile, SimConfig, VendorBehaviour
 from council.sim._truth import TruthTable, heuristic_verdict, truth_key
-from council.vendors import vendor_of
+from council.sim._world import BRAND, FAMILY, World, display_name
 
 Message = tuple[str, str]  # (role, content)
 
@@ -229,6 +248,50 @@ def _item_uniforms(seed: int, model: str, rnd: int, body: str) -> list[float]:
     return [(q >> 11) * _UNIT for q in _U12.unpack(digest + hashlib.sha512(digest).digest())]
 
 
+
+_NORMAL = NormalDist()
+
+
+def _z(u: float) -> float:
+    return _NORMAL.inv_cdf(min(max(u, 1e-12), 1.0 - 1e-12))
+
+
+def _shared_normal(tag: str, seed: int, *texts: str) -> float:
+    h = hashlib.sha256(f"{tag}\x1e{seed}".encode())
+    for text in texts:
+        h.update(b"\x1e" + text.strip().encode())
+    return _z((int.from_bytes(h.digest()[:8], "big") >> 11) * _UNIT)
+
+
+@lru_cache(maxsize=1 << 14)
+def item_difficulty(seed: int, question: str) -> float:
+    """The item's latent difficulty, standard normal, shared by every judge (keyed by the stripped question)."""
+    return _shared_normal("difficulty", seed, question)
+
+
+@lru_cache(maxsize=1 << 16)
+def deceptiveness(seed: int, question: str, response: str) -> float:
+    """The response's latent deceptiveness on its item, standard normal, shared by every judge."""
+    return _shared_normal("deceptive", seed, question, response)
+
+
+def _threshold(accuracy: float, ease: float) -> float:
+    if accuracy >= 1.0:
+        return math.inf
+    if accuracy <= 0.0:
+        return -math.inf
+    return _NORMAL.inv_cdf(accuracy) + ease
+
+
+def error_score(profile: ProbeProfile, seed: int, question: str, response: str, noise: float) -> float:
+    """A judge's latent error score on a row: the shared part (item difficulty, response deceptiveness) plus
+    the judge's own ``noise``; the judge errs when it exceeds ``Phi^-1(accuracy) + profile.ease``."""
+    d = item_difficulty(seed, question)
+    e = deceptiveness(seed, question, response)
+    shared = math.sqrt(profile.item_share) * d + math.sqrt(1.0 - profile.item_share) * e
+    return math.sqrt(profile.shared) * shared + math.sqrt(1.0 - profile.shared) * noise
+
+
 # ---- reasons -------------------------------------------------------------------------------------------
 
 _REASONS = {
@@ -249,43 +312,88 @@ _REASONS = {
         "The response does not arrive at the reference answer.",
     ),
 }
+# Reasons that quote the reference: what a judge that checked the response against it tends to write.
+_CITED = {
+    "correct": (
+        'The response gives the reference answer, "{ref}".',
+        'The response agrees with the reference "{ref}" and satisfies the rubric.',
+        'The reference says "{ref}", and the response says the same.',
+    ),
+    "incorrect": (
+        'The reference is "{ref}", and the response does not arrive at it.',
+        'The response contradicts the reference "{ref}".',
+        'The reference says "{ref}", which the response does not match.',
+    ),
+}
 _KEEP = (
     "Having weighed the other members' reasons, I keep my verdict: ",
     "The other members' arguments do not change my view: ",
 )
 _SWITCH = (
     "The other members' reasons persuade me to revise my verdict: ",
-    "On reflection the majority is right: ",
+    "On reflection I revise my verdict: ",
 )
 _AGREE = ("The other members concur, and ", "I keep my verdict, as ")
-_FAMILY = {
-    "anthropic": "Claude", "google": "Gemini", "openai": "GPT", "alibaba": "Qwen", "deepseek": "DeepSeek",
-    "meta": "Llama", "xai": "Grok", "mistral": "Mistral", "moonshot": "Kimi",
-}
 _NO_REQUEST = "The request does not contain a council prompt with a response to grade."
+_SNIPPET = 60  # longest quote of a reference in a reason
+_CITE_KEY = 24  # a reason cites the reference when it quotes its first characters
 
 
 def _lcfirst(text: str) -> str:
     return text[:1].lower() + text[1:]
 
 
-def _name_of(model: str, vendor: str, u: float) -> str:
-    short = model.rsplit("/", 1)[-1]
-    if u < 0.4:
-        return short
-    if u < 0.7:
-        return model
-    return _FAMILY.get(vendor, vendor.capitalize() or short)
+def _pick(options: tuple[str, ...], u: float) -> str:
+    return options[min(int(u * len(options)), len(options) - 1)]
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _snippet(reference: str) -> str:
+    ref = _norm(reference)
+    if len(ref) <= _SNIPPET:
+        return ref
+    return ref[:_SNIPPET].rsplit(" ", 1)[0] + "..."
+
+
+def cites_reference(reason: str, reference: str) -> bool:
+    """Whether ``reason`` quotes ``reference`` (its first characters, after an opening double quote)."""
+    ref = _norm(reference)
+    return bool(ref) and ('"' + ref[:_CITE_KEY]).casefold() in _norm(reason).casefold()
+
+
+def _reason(verdict: str, cite: bool, reference: str, u: float) -> str:
+    if cite and _norm(reference):
+        return _pick(_CITED[verdict], u).format(ref=_snippet(reference))
+    return _pick(_REASONS[verdict], u)
+
+
+def _article(word: str) -> str:
+    return "an" if word[:1].lower() in "aeiou" else "a"
+
+
+def name_drop(reason: str, model: str, vendor: str, u: float) -> str:
+    """``reason`` with the judge naming itself, in one of eight forms chosen by ``u``."""
+    display = display_name(model)
+    family = FAMILY.get(vendor, display)
+    brand = BRAND.get(vendor, vendor.capitalize() or display)
+    rest = _lcfirst(reason)
+    forms = (
+        lambda: f"As {display}, I find that {rest}",
+        lambda: f"{display.replace('-', chr(0x2011))} here: {reason}",  # a non-breaking hyphen, as some write it
+        lambda: f"Speaking as {_article(family)} {family} model, {rest}",
+        lambda: f"{re.sub(r'[^0-9A-Za-z.]+', '_', model.rsplit('/', 1)[-1])}'s view: {rest}",
+        lambda: f"As {_article(brand)} {brand} model, {rest}",
+        lambda: f"I, {display}, judge that {rest}",
+        lambda: f"{display} finds that {rest}",
+        lambda: f"In {display}'s judgement, {rest}",
+    )
+    return forms[min(int(u * len(forms)), len(forms) - 1)]()
 
 
 # ---- decisions -----------------------------------------------------------------------------------------
-
-
-def _round_one(b: VendorBehaviour, truth: str, own_row: bool, u_acc: float, u_self: float) -> str:
-    verdict = truth if u_acc < b.accuracy else _FLIP[truth]
-    if own_row and truth == "incorrect" and verdict == "incorrect" and u_self < b.self_preference:
-        verdict = "correct"
-    return verdict
 
 
 @dataclass(frozen=True, slots=True)
@@ -301,7 +409,7 @@ class ItemVerdict:
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    """A judge's reply: what it means for each row, and the content actually sent."""
+    """A judge's reply: what it means for each row, the content actually sent, and what the provider saw."""
 
     round: int  # 1 or 2; 0 when the request was not a council prompt
     content: str
@@ -309,6 +417,10 @@ class Decision:
     repair: bool
     batch: bool = False
     items: tuple[ItemVerdict, ...] = ()  # one per row (a single-row or fallback reply: exactly one)
+    wrapping: str = ""  # "prose" (JSON inside a sentence), "fenced" (inside a ```json fence) or ""
+    rows: tuple[tuple[str, str], ...] = ()  # (question, response) of each council row received
+    own_vendor_rows: int = 0  # rows produced by a model of the judge's own vendor, per the world
+    unknown_producers: int = 0  # producer lookups the world could not answer
 
     @property
     def verdict(self) -> str:
@@ -323,25 +435,111 @@ _FALLBACK_GOOD = orjson.dumps({"verdict": "incorrect", "reason": _NO_REQUEST}).d
 _FALLBACK_ITEM = ItemVerdict("", "incorrect", _NO_REQUEST)
 
 
+@dataclass(frozen=True, slots=True)
+class _Judge:
+    """Who is judging: the model id as asked, its vendor per the world ("" if unknown) and its behaviour."""
+
+    model: str
+    vendor: str
+    b: VendorBehaviour
+
+
+@dataclass(frozen=True, slots=True)
+class _Row:
+    verdict: str
+    reason: str
+    u_drop: float
+    u_contrast: float
+    own_row: bool
+    unknown: int
+
+
 def _judge_item(
-    config: SimConfig, truth: TruthTable, b: VendorBehaviour, model: str, vendor: str, prompt: JudgePrompt
-) -> tuple[str, str, float]:
-    """(verdict, reason, u_drop) for one row, from that row's own stream."""
+    config: SimConfig, truth: TruthTable, world: World, judge: _Judge, prompt: JudgePrompt, flip: bool = False
+) -> _Row:
+    """One row's answer from that row's own stream (``flip``: the batch-contrast flip applies)."""
+    b = judge.b
     # Each knob has its own fixed position in the row's stream.
-    u_acc, u_self, u_pers, u_hold, u_reason, u_prefix, u_name, u_which, u_drop, *_ = _item_uniforms(
-        config.seed, model, prompt.round, prompt.body
-    )
+    (u_noise, u_self, u_pers, u_hold, u_reason, u_prefix, u_name, u_which, u_drop, u_cite, u_contrast,
+     u_cite2) = _item_uniforms(config.seed, judge.model, prompt.round, prompt.body)
     gold, producers = truth.get(truth_key(prompt.question, prompt.response))
     truth_verdict = gold if gold is not None else heuristic_verdict(prompt.reference, prompt.response)
-    own_row = vendor in producers
-    verdict = _round_one(b, truth_verdict, own_row, u_acc, u_self)
-    reasons = _REASONS[verdict]
-    reason = reasons[int(u_reason * len(reasons))]
-    if prompt.round == 2:
-        verdict, reason = _round_two(b, prompt, verdict, own_row, u_pers, u_hold, u_reason, u_prefix)
+    own_row, unknown = False, 0
+    for producer in producers:
+        made_by = world.vendor(producer)
+        if made_by is None:
+            unknown += 1
+        elif made_by == judge.vendor and judge.vendor:
+            own_row = True
+    item = truth.item(prompt.question)
+    profile = config.probe(item.probe if item is not None else None)
+    score = error_score(profile, config.seed, prompt.question, prompt.response, _z(u_noise))
+    fresh = truth_verdict if score <= _threshold(b.accuracy, profile.ease) else _FLIP[truth_verdict]
+    if own_row and fresh == "incorrect" and u_self < b.self_preference:
+        fresh = "correct"  # family leniency
+    if prompt.round == 1:
+        verdict = _FLIP[fresh] if flip else fresh
+        cite = u_cite < (b.cite_when_right if verdict == truth_verdict else b.cite_when_wrong)
+        reason = _reason(verdict, cite, prompt.reference, u_reason)
+    else:
+        fresh_cite = u_cite < (b.cite_when_right if fresh == truth_verdict else b.cite_when_wrong)
+        verdict, prefix = _round_two(b, prompt, fresh, fresh_cite, own_row, u_pers, u_hold, u_prefix)
+        if flip:
+            verdict, prefix = _FLIP[verdict], ""
+        cite = u_cite2 < (b.cite_when_right if verdict == truth_verdict else b.cite_when_wrong)
+        base = _reason(verdict, cite, prompt.reference, u_reason)
+        reason = prefix + _lcfirst(base) if prefix else base
     if u_name < b.name_drop_rate:
-        reason = f"As {_name_of(model, vendor, u_which)}, I find that {_lcfirst(reason)}"
-    return verdict, reason, u_drop
+        reason = name_drop(reason, judge.model, judge.vendor, u_which)
+    return _Row(verdict, reason, u_drop, u_contrast, own_row, unknown)
+
+
+def _round_two(
+    b: VendorBehaviour, prompt: JudgePrompt, fresh: str, fresh_cite: bool, own_row: bool, u_pers: float,
+    u_hold: float, u_prefix: float,
+) -> tuple[str, str]:
+    """(final verdict, the reason's lead-in) after weighing the peers' votes and reasons."""
+    if prompt.own_verdict is not None:
+        own = prompt.own_verdict
+        own_cite = cites_reference(prompt.own_reason or "", prompt.reference)
+    else:  # no valid round-one vote: decide as in round one
+        own, own_cite = fresh, fresh_cite
+    if not prompt.peers:
+        return own, ""
+    against = cited_against = cited_with = 0
+    for _, verdict, reason in prompt.peers:
+        cited = cites_reference(reason, prompt.reference)
+        if verdict != own:
+            against += 1
+            cited_against += cited
+        else:
+            cited_with += cited
+    with_ = len(prompt.peers) - against
+    if not against:
+        return own, _pick(_AGREE, u_prefix)
+    pressure = b.conformity * (against - with_) + b.reason_weight * (cited_against - cited_with - own_cite)
+    # A lenient judge holds on to "correct" for its own vendor's text.
+    holds = own_row and own == "correct" and u_hold < b.self_preference
+    if not holds and pressure > 0.0 and u_pers < b.persuadability * -math.expm1(-pressure):
+        return _FLIP[own], _pick(_SWITCH, u_prefix)
+    return own, _pick(_KEEP, u_prefix)
+
+
+_PROSE = (
+    ("Here is my verdict: ", " Hope this helps."),
+    ("After comparing the response with the reference, my assessment is ", "."),
+    ("Sure! ", " Let me know if you need anything else."),
+)
+
+
+def _wrap(good: str, u_wrap: float, u_how: float, b: VendorBehaviour) -> tuple[str, str]:
+    """(content, wrapping): the JSON alone, inside a sentence of prose, or inside a ```json fence."""
+    if u_wrap < b.prose_json_rate:
+        lead, tail = _pick(_PROSE, u_how)
+        return lead + good + tail, "prose"
+    if u_wrap < b.prose_json_rate + b.fenced_rate:
+        return "```json\n" + good + "\n```", "fenced"
+    return good, ""
 
 
 def decide(
@@ -349,21 +547,32 @@ def decide(
 ) -> Decision:
     """The judge ``model``'s reply to ``messages``: same inputs, same reply.
 
-    Each row's verdict and reason depend only on (seed, model, round, the row's item body); whether the
-    reply is malformed is drawn from the whole request (a repair request draws afresh from its own text)."""
-    vendor = vendor_of(model)
+    The judge's vendor is the world's (``config.catalogue``; "" when the world does not know the model, and
+    then no row is its own). Each row's verdict and reason depend only on (seed, model, round, the row's item
+    body), but for ``batch_contrast``; whether the reply is malformed, fenced or wrapped in prose is drawn
+    from the whole request (a repair request draws afresh from its own text)."""
+    world = config.catalogue
+    vendor = world.vendor(model) or ""
     b = behaviour if behaviour is not None else config.behaviour(vendor)
+    judge = _Judge(model, vendor, b)
     base, repair = split_repair(messages)
-    u_malformed, u_how, *_ = _request_uniforms(config.seed, model, messages if repair else base)
+    u_malformed, u_how, u_wrap, u_wrap_how = _request_uniforms(config.seed, model, messages if repair else base)
     malformed = u_malformed < b.malformed_rate
 
     user = next((content for role, content in reversed(base) if role == "user"), "")
     prompt = parse_prompt(user)
     if prompt is not None:
-        verdict, reason, _ = _judge_item(config, truth, b, model, vendor, prompt)
-        good = orjson.dumps({"verdict": verdict, "reason": reason}).decode()
-        content = _malformed(good, verdict, reason, u_how) if malformed else good
-        return Decision(prompt.round, content, malformed, repair, False, (ItemVerdict("", verdict, reason),))
+        row = _judge_item(config, truth, world, judge, prompt)
+        good = orjson.dumps({"verdict": row.verdict, "reason": row.reason}).decode()
+        wrapping = ""
+        if malformed:
+            content = _malformed(good, row.verdict, row.reason, u_how)
+        else:
+            content, wrapping = _wrap(good, u_wrap, u_wrap_how, b)
+        return Decision(
+            prompt.round, content, malformed, repair, False, (ItemVerdict("", row.verdict, row.reason),), wrapping,
+            ((prompt.question, prompt.response),), int(row.own_row), row.unknown,
+        )
     batch = parse_batch(user)
     if batch is None:
         content = _FALLBACK_GOOD
@@ -371,39 +580,53 @@ def decide(
             content = _malformed(content, "incorrect", _NO_REQUEST, u_how)
         return Decision(0, content, malformed, repair, False, (_FALLBACK_ITEM,))
 
+    solo: list[_Row | None] = [
+        None if item is None else _judge_item(config, truth, world, judge, item) for _, item in batch.items
+    ]
+    if b.batch_contrast > 0.0:
+        solo = _contrast(config, truth, world, judge, batch, solo)
     out: list[ItemVerdict] = []
-    for key, item in batch.items:
-        if item is None:  # not a council item: answered like a request that is not a council prompt
+    for (key, item), row in zip(batch.items, solo):
+        if row is None:  # not a council item: answered like a request that is not a council prompt
             out.append(ItemVerdict(key, "incorrect", _NO_REQUEST))
-            continue
-        verdict, reason, u_drop = _judge_item(config, truth, b, model, vendor, item)
-        out.append(ItemVerdict(key, verdict, reason, u_drop < b.batch_drop_rate))
+        else:
+            out.append(ItemVerdict(key, row.verdict, row.reason, row.u_drop < b.batch_drop_rate))
     good = orjson.dumps(
         {"verdicts": [{"key": v.key, "verdict": v.verdict, "reason": v.reason} for v in out if not v.dropped]}
     ).decode()
-    content = _malformed_batch(good, out, u_how) if malformed else good
-    return Decision(batch.round, content, malformed, repair, True, tuple(out))
+    wrapping = ""
+    if malformed:
+        content = _malformed_batch(good, out, u_how)
+    else:
+        content, wrapping = _wrap(good, u_wrap, u_wrap_how, b)
+    graded = [r for r in solo if r is not None]
+    return Decision(
+        batch.round, content, malformed, repair, True, tuple(out), wrapping,
+        tuple((item.question, item.response) for _, item in batch.items if item is not None),
+        sum(r.own_row for r in graded), sum(r.unknown for r in graded),
+    )
 
 
-def _round_two(
-    b: VendorBehaviour, prompt: JudgePrompt, fresh: str, own_row: bool, u_pers: float, u_hold: float,
-    u_reason: float, u_prefix: float,
-) -> tuple[str, str]:
-    own = prompt.own_verdict or fresh  # no valid round-one vote: decide as in round one
-    n_correct = sum(1 for _, v, _ in prompt.peers if v == "correct")
-    n_incorrect = len(prompt.peers) - n_correct
-    majority = "correct" if n_correct > n_incorrect else "incorrect" if n_incorrect > n_correct else None
-    if majority is None or majority == own:
-        reasons = _REASONS[own]
-        base = reasons[int(u_reason * len(reasons))]
-        return own, (_AGREE[int(u_prefix * 2)] + _lcfirst(base)) if majority else base
-    # A self-preferring judge holds on to "correct" for its own vendor's text.
-    holds = own_row and own == "correct" and u_hold < b.self_preference
-    verdict = majority if (not holds and u_pers < b.persuadability) else own
-    reasons = _REASONS[verdict]
-    base = _lcfirst(reasons[int(u_reason * len(reasons))])
-    prefixes = _SWITCH if verdict != own else _KEEP
-    return verdict, prefixes[int(u_prefix * len(prefixes))] + base
+def _contrast(
+    config: SimConfig, truth: TruthTable, world: World, judge: _Judge, batch: BatchPrompt, solo: list[_Row | None]
+) -> list[_Row | None]:
+    """The planted batch (contrast) effect: a row whose solo verdict agrees with the strict majority of its
+    neighbours' solo verdicts flips with probability ``batch_contrast`` (harsher among rows that look right,
+    kinder among rows that look wrong)."""
+    n_correct = sum(1 for r in solo if r is not None and r.verdict == "correct")
+    n_rated = sum(1 for r in solo if r is not None)
+    out = list(solo)
+    for i, ((_, item), row) in enumerate(zip(batch.items, solo)):
+        if row is None or item is None:
+            continue
+        others_correct = n_correct - (row.verdict == "correct")
+        others_incorrect = n_rated - 1 - others_correct
+        looks = None
+        if others_correct != others_incorrect:
+            looks = "correct" if others_correct > others_incorrect else "incorrect"
+        if looks == row.verdict and row.u_contrast < judge.b.batch_contrast:
+            out[i] = _judge_item(config, truth, world, judge, item, flip=True)
+    return out
 
 
 def _malformed(good: str, verdict: str, reason: str, u: float) -> str:

@@ -5,10 +5,26 @@ It answers as a council judge, or, when the system message is the elicitation co
 the vendor's one quota.
 
 Routes: ``POST /v1/chat/completions``, ``GET /v1/models`` (both need ``Authorization: Bearer <anything>``),
-and the unauthenticated test hooks ``GET /v1/sim/stats`` and ``POST /v1/sim/reset``. The stats count, per
-model and per vendor: requests, rate_limited, billed, errors, prompt_tokens, completion_tokens,
-batched_items (rows received inside batched requests, billed or not), elicitations (elicitation requests
-received, billed or not) and reasoning_tokens (billed hidden reasoning, part of completion_tokens).
+and the unauthenticated test hooks ``GET /v1/sim/stats`` and ``POST /v1/sim/reset``.
+
+Who made which model is the simulated world's (``council.sim._world`` plus ``SimConfig.world``), never the
+council's: a chat request for a model the world does not know is answered 404 ``model_not_found`` in the
+OpenAI error shape, and ``GET /v1/models`` lists every model of the world with its vendor as ``owned_by``.
+
+The stats count, per model and per vendor (the world's): requests, rate_limited, billed, errors,
+prompt_tokens, completion_tokens, batched_items (rows received inside batched requests), elicitations
+(elicitation requests received), reasoning_tokens (billed hidden reasoning, part of completion_tokens),
+own_vendor_rows (rows a judge received whose producer is a model of the judge's own vendor, per the world:
+the provider-side check of self-exclusion), unknown_producers (producer models of received rows that the
+world does not know, counted as no vendor), prose_json and fenced (replies whose JSON came inside prose or
+inside a ```json fence). Everything counted on receipt is counted billed or not.
+
+With ``record_requests`` (``start_sim(..., record_requests=True)``) the server also keeps every judge chat
+request it receives, billed or not (repairs and rate-limited attempts included; elicitations excluded), in
+``SimServer.requests``, in arrival order, as ``{"model", "vendor", "round", "batch", "messages", "rows"}``:
+the model id as asked, its vendor per the world, the round (0 when the request is not a council prompt),
+whether it was a batched prompt, the messages as ``{"role", "content"}`` dicts, and the ``(question,
+response)`` pair of each council row it carried.
 
 A request carries one row (a single-row judge prompt) or several (a batched judge prompt, answered with
 ``{"verdicts": [...]}``). The reply's content (verdicts, reasons, malformed or not) is a pure function of
@@ -35,12 +51,12 @@ from council.sim._eliciting import elicit, record_truth
 from council.sim._judging import Message, decide
 from council.sim._quota import Clock, QuotaBook
 from council.sim._truth import TruthTable
-from council.vendors import DEFAULT_ROSTER, vendor_of
+from council.vendors import DEFAULT_ROSTER
 
 _JSON = "application/json"
 _STAT_KEYS = (
     "requests", "rate_limited", "billed", "errors", "prompt_tokens", "completion_tokens", "batched_items",
-    "elicitations", "reasoning_tokens",
+    "elicitations", "reasoning_tokens", "own_vendor_rows", "unknown_producers", "prose_json", "fenced",
 )
 _RESPONSE_FORMATS = frozenset({"text", "json_object", "json_schema"})
 
@@ -71,20 +87,25 @@ class _Model:
 
 
 class _State:
-    def __init__(self, config: SimConfig, truth: TruthTable, clock: Clock) -> None:
+    def __init__(self, config: SimConfig, truth: TruthTable, clock: Clock, record_requests: bool = False) -> None:
         self.config = config
         self.truth = truth
+        self.world = config.catalogue
         self.quota = QuotaBook(config, clock)
         self.models: dict[str, _Model] = {}
         self.faults = random.Random(f"sim-faults:{config.seed}")
         self.ids = itertools.count(1)
+        self.requests: list[dict[str, Any]] | None = [] if record_requests else None
         for model in DEFAULT_ROSTER.values():
             self.model(model)
 
-    def model(self, model_id: str) -> _Model:
+    def model(self, model_id: str) -> _Model | None:
+        """The model's entry (created on first use), or None when the world does not know it."""
         got = self.models.get(model_id)
         if got is None:
-            vendor = vendor_of(model_id)
+            vendor = self.world.vendor(model_id)
+            if vendor is None:
+                return None
             got = self.models[model_id] = _Model(
                 vendor, self.config.behaviour(vendor), _ModelStats(), self.config.model_behaviour(model_id)
             )
@@ -102,6 +123,8 @@ class _State:
     def reset(self, quotas: bool = False) -> None:
         for m in self.models.values():
             m.stats.zero()
+        if self.requests is not None:
+            self.requests.clear()
         if quotas:
             self.quota.reset()
 
@@ -128,6 +151,13 @@ def _error(
 
 def _bad_request(message: str, param: str | None = None) -> web.Response:
     return _error(400, message, "invalid_request_error", None, param)
+
+
+def _model_not_found(model_id: str) -> web.Response:
+    return _error(
+        404, f"The model `{model_id}` does not exist or you do not have access to it.", "invalid_request_error",
+        "model_not_found",
+    )
 
 
 def _authorized(request: web.Request) -> bool:
@@ -222,6 +252,8 @@ async def _chat(request: web.Request) -> web.Response:
     except _BadBody as exc:
         return _bad_request(str(exc), exc.param)
     model = st.model(model_id)
+    if model is None:
+        return _model_not_found(model_id)
     b = model.behaviour
     stats = model.stats
     stats.requests += 1
@@ -243,6 +275,18 @@ async def _chat(request: web.Request) -> web.Response:
         decision = decide(st.config, st.truth, model_id, messages, b)
         if decision.batch:
             stats.batched_items += len(decision.items)
+        stats.own_vendor_rows += decision.own_vendor_rows
+        stats.unknown_producers += decision.unknown_producers
+        if decision.wrapping == "prose":
+            stats.prose_json += 1
+        elif decision.wrapping == "fenced":
+            stats.fenced += 1
+        if st.requests is not None:
+            st.requests.append({
+                "model": model_id, "vendor": model.vendor, "round": decision.round, "batch": decision.batch,
+                "messages": [{"role": role, "content": text} for role, text in messages],
+                "rows": list(decision.rows),
+            })
         content = decision.content
         completion_tokens = _est_tokens(len(content))
         finish = "stop"
@@ -287,7 +331,7 @@ async def _chat(request: web.Request) -> web.Response:
     }
     if elicited is not None:
         usage["completion_tokens_details"] = {"reasoning_tokens": reasoning}
-        record_truth(st.truth, elicited, content, model.vendor)
+        record_truth(st.truth, elicited, content, model_id)
     payload = {
         "id": f"chatcmpl-sim{next(st.ids):012x}",
         "object": "chat.completion",
@@ -305,7 +349,7 @@ async def _models(request: web.Request) -> web.Response:
     if not _authorized(request):
         return _error(*_UNAUTHORIZED)
     st = request.app[STATE]
-    data = [{"id": mid, "object": "model", "created": 0, "owned_by": m.vendor} for mid, m in st.models.items()]
+    data = [{"id": mid, "object": "model", "created": 0, "owned_by": vendor} for mid, vendor in st.world.items()]
     return _json({"object": "list", "data": data})
 
 
@@ -320,12 +364,14 @@ async def _reset(request: web.Request) -> web.Response:
 
 
 def build_app(
-    config: SimConfig | None = None, truth: TruthTable | None = None, *, clock: Clock | None = None
+    config: SimConfig | None = None, truth: TruthTable | None = None, *, clock: Clock | None = None,
+    record_requests: bool = False,
 ) -> web.Application:
-    """The aiohttp application; ``clock`` (default ``time.monotonic``) drives the quota buckets."""
+    """The aiohttp application; ``clock`` (default ``time.monotonic``) drives the quota buckets;
+    ``record_requests`` keeps every judge request received (see the module docstring)."""
     app = web.Application(client_max_size=32 * 1024 * 1024)
     truth = truth if truth is not None else TruthTable()  # an empty table is falsy but may know items
-    app[STATE] = _State(config or SimConfig.planted(), truth, clock or time.monotonic)
+    app[STATE] = _State(config or SimConfig.planted(), truth, clock or time.monotonic, record_requests)
     app.router.add_post("/v1/chat/completions", _chat)
     app.router.add_get("/v1/models", _models)
     app.router.add_get("/v1/sim/stats", _stats)
@@ -354,12 +400,19 @@ class SimServer:
     def truth(self) -> TruthTable:
         return self.app[STATE].truth
 
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        """Every judge chat request received, in arrival order, when started with ``record_requests=True``
+        (``{"model", "vendor", "round", "batch", "messages", "rows"}``, see the module docstring); else empty."""
+        got = self.app[STATE].requests
+        return got if got is not None else []
+
     async def stats(self) -> dict[str, Any]:
         """The same counters as ``GET /v1/sim/stats``, read directly."""
         return self.app[STATE].stats()
 
     async def reset(self, quotas: bool = False) -> None:
-        """Zero the counters (and, with ``quotas``, refill every bucket)."""
+        """Zero the counters and forget recorded requests (and, with ``quotas``, refill every bucket)."""
         self.app[STATE].reset(quotas=quotas)
 
     async def close(self) -> None:
@@ -377,11 +430,15 @@ async def start_sim(
     truth: TruthTable | None = None,
     host: str = "127.0.0.1",
     port: int = 0,
+    record_requests: bool = False,
     *,
     clock: Clock | None = None,
 ) -> SimServer:
-    """Start the provider on ``host:port`` (port 0 = an ephemeral port) and return it running."""
-    app = build_app(config, truth, clock=clock)
+    """Start the provider on ``host:port`` (port 0 = an ephemeral port) and return it running.
+
+    With ``record_requests`` the server keeps every judge chat request it receives in ``SimServer.requests``
+    (each a dict ``{"model", "vendor", "round", "batch", "messages", "rows"}``; see the module docstring)."""
+    app = build_app(config, truth, clock=clock, record_requests=record_requests)
     runner = web.AppRunner(app, access_log=None, handler_cancellation=True, shutdown_timeout=1.0)
     await runner.setup()
     site = web.TCPSite(runner, host, port)

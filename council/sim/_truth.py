@@ -8,8 +8,8 @@ from collections.abc import Iterable
 
 from council.schema import BankItem, ResponseRow, Verdict
 
-_NO_VENDORS: frozenset[str] = frozenset()
-_UNKNOWN: tuple[Verdict | None, frozenset[str]] = (None, _NO_VENDORS)
+_NO_MODELS: frozenset[str] = frozenset()
+_UNKNOWN: tuple[Verdict | None, frozenset[str]] = (None, _NO_MODELS)
 
 
 def truth_key(question: str, response: str) -> str:
@@ -18,8 +18,11 @@ def truth_key(question: str, response: str) -> str:
 
 
 class TruthTable:
-    """``truth_key(question, response)`` -> (gold verdict or None, vendors that produced that exact text),
-    and a registry of bank items by their (stripped) question text."""
+    """``truth_key(question, response)`` -> (gold verdict or None, the model ids that produced that exact
+    text), and a registry of bank items by their (stripped) question text.
+
+    Producers are model ids, never vendors: who made a model is the simulated world's business
+    (``council.sim._world``), decided when a judge grades the text, not by whoever built the table."""
 
     __slots__ = ("_table", "_items")
 
@@ -43,7 +46,7 @@ class TruthTable:
         for row in rows:
             item = by_id.get(row.item_id)
             if item is not None:
-                table.add(item.prompt, row.response, row.gold_verdict, [row.vendor] if row.vendor else [])
+                table.add(item.prompt, row.response, row.gold_verdict, [row.model] if row.model else [])
         return table
 
     def add_items(self, items: Iterable[BankItem]) -> list[BankItem]:
@@ -65,11 +68,12 @@ class TruthTable:
     def n_items(self) -> int:
         return len(self._items)
 
-    def add(self, question: str, response: str, gold: Verdict | None, vendors: Iterable[str] = ()) -> None:
-        """Record a pair; the same text from several rows unions their vendors and keeps the first known gold."""
+    def add(self, question: str, response: str, gold: Verdict | None, models: Iterable[str] = ()) -> None:
+        """Record a pair and the models that produced it; the same text from several rows unions their models
+        and keeps the first known gold."""
         key = truth_key(question, response)
-        old_gold, old_vendors = self._table.get(key, _UNKNOWN)
-        self._table[key] = (old_gold if old_gold is not None else gold, old_vendors | frozenset(vendors))
+        old_gold, old_models = self._table.get(key, _UNKNOWN)
+        self._table[key] = (old_gold if old_gold is not None else gold, old_models | frozenset(models))
 
     def get(self, key: str) -> tuple[Verdict | None, frozenset[str]]:
         """Lookup by key; an unknown key gives ``(None, frozenset())``."""

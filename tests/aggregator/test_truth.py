@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 from statsmodels.stats.inter_rater import cohens_kappa
 
+import aggregator as agg
+from aggregator import MISSING
 from aggregator._truth import (
     effective_judges,
     error_correlation,
@@ -189,3 +191,25 @@ def test_truth_summary_validation():
         truth_summary(votes, np.ones((3, 2), dtype=np.int8), gold[:2], ["a", "b"])
     with pytest.raises(ValueError):
         truth_summary(votes, np.ones((3, 2), dtype=np.int8), gold, ["a"])
+
+
+def test_council_versus_members_points_and_sign():
+    rng = np.random.default_rng(7)
+    rows, n_items = 600, 300
+    gold = rng.integers(0, 2, rows)
+    item = np.arange(rows) % n_items
+    skill = np.array([0.95, 0.8, 0.7])
+    votes = np.where(rng.random((rows, 3)) < skill, gold[:, None], 1 - gold[:, None])
+    votes[rng.random((rows, 3)) < 0.05] = MISSING
+    council = np.where(rng.random(rows) < 0.75, gold, 1 - gold)  # a council worse than member "a"
+    out = agg.council_versus_members(council, votes, gold, item, n_items, ["a", "b", "c"], n_resamples=500)
+    for j, name in enumerate("abc"):  # a member is scored on the rows where it voted
+        voted = votes[:, j] != MISSING
+        assert out["judges"][name]["accuracy"] == pytest.approx((votes[voted, j] == gold[voted]).mean(), abs=1e-6)
+    assert out["judges"]["council"]["accuracy"] == pytest.approx((council == gold).mean(), abs=1e-6)
+    assert out["best_member"] == "a"
+    d = out["council_minus_best_member"]
+    assert d["ci_high"] < 0 < -d["value"]  # the measurement can say no
+    better = agg.council_versus_members(gold, votes, gold, item, n_items, ["a", "b", "c"], n_resamples=500)
+    assert better["council_minus_best_member"]["ci_low"] > 0
+    assert agg.council_versus_members(gold, votes, np.full(rows, MISSING), item, n_items, ["a", "b", "c"]) is None

@@ -108,7 +108,7 @@ def test_diagnostics_count_truncation_and_warn(tmp_path, capsys):
     path.write_bytes(orjson.dumps(sim.model_dump(mode="json")))
     responses = subset(tmp_path, 4)
     assert main(["run", "--backend", "local", "--runs-dir", str(tmp_path / "runs"), "--run-id", "t",
-                 "--responses", str(responses), "--sim-config", str(path)]) == 0
+                 "--responses", str(responses), "--sim-config", str(path), "--simulate"]) == 0
     err = capsys.readouterr().err
     summary = orjson.loads((tmp_path / "runs" / "t" / "summary.json").read_bytes())
     diag = summary["diagnostics"]

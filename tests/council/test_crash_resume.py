@@ -13,10 +13,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from council.sim import SimConfig, VendorBehaviour
+from council.sim import SimConfig
 
 CONCURRENCY = 4  # per vendor: keeps the run long enough to be killed at chosen points
-VENDORS = ("anthropic", "google", "openai", "alibaba", "deepseek")
+VENDORS = ("anthropic", "google", "openai", "alibaba", "deepseek", "mistral")
 
 
 def council(*args: str) -> list[str]:
@@ -99,7 +99,7 @@ def test_sigkill_at_five_points_then_resume(tmp_path, provider):
     assert len(whole_v.splitlines()) == 960
     sw = orjson.loads((runs / "whole" / "summary.json").read_bytes())
     sc = orjson.loads((crash_dir / "summary.json").read_bytes())
-    assert {k: v for k, v in sc.items() if k != "run_id"} == {k: v for k, v in sw.items() if k != "run_id"}
+    assert {k: v for k, v in sc.items() if k != "run_id"} == {k: v for k, v in sw.items() if k != "run_id"}, (sc["diagnostics"], sw["diagnostics"])
     # Never paid twice: every billed call is archived, or was in flight at a kill (and asked again once).
     distinct = archived_calls(crash_dir)[0]
     assert distinct == archived_calls(runs / "whole")[0] == whole_billed

@@ -95,7 +95,7 @@ def test_jsonl_keeps_good_rows_and_reports_each_bad_line(items):
         at(JSONL, "3", "-: invalid JSON (unexpected end of data at column 66)"),
         at(JSONL, "4", "response: Field required"),
         at(JSONL, "5", "item_id: unknown item 'zzz-999'"),
-        at(JSONL, "6", "model: cannot map model 'local-finetune-7' to a vendor; add it to the vendor map"),
+        at(JSONL, "6", "model: cannot decide the vendor of model 'local-finetune-7'; map it with --vendor-map"),
         at(JSONL, "9", "row_id: duplicate of line 1 (same item 'cal-001' and model 'anthropic/claude-haiku-4.5')"),
         at(JSONL, "10", "confidence: Input should be less than or equal to 1"),
     ]
@@ -170,7 +170,7 @@ def test_inspect_model_override_and_unmappable_model(items):
     assert {r.vendor for r in result.rows} == {"google"}
     with pytest.raises(InputError) as err:
         import_responses(INSPECT, "inspect", items=items, model="local-finetune-7")
-    unmappable = [p for p in err.value.problems if "cannot map model 'local-finetune-7'" in p]
+    unmappable = [p for p in err.value.problems if "cannot decide the vendor of model 'local-finetune-7'" in p]
     assert [p.split(":")[1] for p in unmappable] == ["samples[0]", "samples[1]", "samples[2]", "samples[5]",
                                                      "samples[7]"]
     assert err.value.problems[-1] == f"{INSPECT}: no usable records (8 skipped)"
@@ -260,7 +260,7 @@ def test_overlooked_run_folder(items):
         at(OVERLOOKED_RUN, raw("llama-3-3-70b/ignorance", "ign-002"),
            "-: invalid JSON (unexpected control character in string at line 1, column 80)"),
         at(OVERLOOKED_RUN, raw("local-7b/calibration", "cal-001"),
-           "model: cannot map model 'local-7b' to a vendor; add it to the vendor map"),
+           "model: cannot decide the vendor of model 'local-7b'; map it with --vendor-map"),
     ]
     assert result.skipped == 5
 
@@ -308,7 +308,7 @@ def test_nothing_usable_raises_with_every_problem(items, tmp_path):
     assert err.value.problems == [
         at(path, "1", "-: invalid JSON (unexpected end of data at column 22)"),
         at(path, "2", "item_id: unknown item 'zzz-1'"),
-        at(path, "3", "model: cannot map model 'local-finetune-7' to a vendor; add it to the vendor map"),
+        at(path, "3", "model: cannot decide the vendor of model 'local-finetune-7'; map it with --vendor-map"),
         f"{path}: no usable records (3 skipped)",
     ]
 
@@ -325,9 +325,9 @@ def test_cli_arguments_and_vendor_map_file(items, tmp_path):
     parser.add_argument("--responses", type=Path)
     add_arguments(parser)
     defaults = parser.parse_args(["--responses", str(JSONL)])
-    assert (defaults.format, defaults.vendor_map, defaults.model) == ("jsonl", None, None)
-    args = parser.parse_args(["--responses", str(OVERLOOKED_RUN), "--format", "overlooked", "--vendor-map", str(vmap)])
-    result = load_from_args(args, items)
+    assert (defaults.format, defaults.model) == ("jsonl", None)
+    args = parser.parse_args(["--responses", str(OVERLOOKED_RUN), "--format", "overlooked"])
+    result = load_from_args(args, items, vendor_map=load_vendor_map(vmap))
     assert ("cal-001", "local-7b", "meta") in triples(result)
     with pytest.raises(SystemExit):
         parser.parse_args(["--responses", str(JSONL), "--format", "csv"])

@@ -1,7 +1,8 @@
 import re
 from collections import Counter
 
-from council.prompts import round1_messages, round2_messages, scrub, scrubber
+from council.anonymise import Anonymiser
+from council.prompts import round1_messages, round2_messages
 from council.protocol import eligible_members, peers_for, row_order
 from council.schema import BankItem, JudgeCallRecord, MemberSpec, ResponseRow
 from council.vendors import DEFAULT_ROSTER
@@ -40,7 +41,7 @@ def test_round_one_prompt_is_blind():
 
 
 def test_round_two_names_peers_by_letter_only_and_scrubs_names():
-    pattern = scrubber([*DEFAULT_ROSTER, *DEFAULT_ROSTER.values(), "openai/gpt-4.1-mini"])
+    anonymiser = Anonymiser([*DEFAULT_ROSTER, *DEFAULT_ROSTER.values(), "openai/gpt-4.1-mini"])
     round1 = {
         "anthropic": record("anthropic", "correct", "As Claude, I agree with the reference."),
         "google": record("google", "incorrect", "gemini-2.5-pro thinks GPT-4.1 got it wrong."),
@@ -48,7 +49,7 @@ def test_round_two_names_peers_by_letter_only_and_scrubs_names():
         "alibaba": record("alibaba", None, None),  # invalid round-one vote: not shown
     }
     order = row_order(7, "q1::openai/gpt-4.1-mini", list(round1))
-    peers, letters = peers_for("anthropic", order, round1, pattern)
+    peers, letters = peers_for("anthropic", order, round1, anonymiser)
     assert [p.letter for p in peers] == ["B", "C"]
     assert set(letters.values()) == {"google", "deepseek"}
     msgs = round2_messages(ITEM, row(), "correct", "As Claude, I agree.", peers)
@@ -70,6 +71,6 @@ def test_letters_are_shuffled_per_row_and_seeded():
 
 
 def test_scrub_leaves_ordinary_words():
-    pattern = scrubber(["openai/gpt-5"])
-    assert scrub("The metadata and metaphor are fine.", pattern) == "The metadata and metaphor are fine."
-    assert scrub("gpt-5 said GPT-4o and Llama3 agree", pattern) == "[redacted] said [redacted] and [redacted] agree"
+    anonymiser = Anonymiser(["openai/gpt-5", "meta"])
+    assert anonymiser.scrub("The metadata and metaphor are fine.") == "The metadata and metaphor are fine."
+    assert anonymiser.scrub("gpt-5 said GPT-4o and Llama3 agree") == "[redacted] said [redacted] and [redacted] agree"

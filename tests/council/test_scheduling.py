@@ -61,6 +61,14 @@ async def test_batching_groups_only_eligible_rows_loses_none_and_changes_nothing
         assert len({(r["member"], r["round"], r["batch_size"]) for r in group}) == 1
         assert all(rows[r["row_id"]]["vendor"] != r["member"] for r in group)  # only eligible rows
         assert group[0]["batch_size"] >= len(group)  # dropped items left the group to be asked alone
+        # each response is judged on its own: never two answers to one item in a request (the shipped
+        # sample is ordered by item, so a naive batch would hold several models' answers side by side)
+        composition = group[0]["batch_rows"]
+        if group[0]["batch_size"] > 1:
+            assert len(composition) == group[0]["batch_size"] and {r["row_id"] for r in group} <= set(composition)
+            assert len({rows[rid]["item_id"] for rid in composition}) == len(composition)
+        else:
+            assert composition == []
     openai = [r for r in records if r["member"] == "openai"]
     assert any(r["batch_size"] == 1 for r in openai)  # the dropped ones, asked alone
     assert all(r["ok"] for r in openai)
@@ -129,7 +137,9 @@ def test_estimate_command_prints_table_and_json(tmp_path, capsys):
         "google": {"rpm": 100000, "tpm": 300000}}}))
     assert main(["estimate", "--config", str(config), "--json"]) == 0
     data = orjson.loads(capsys.readouterr().out)
-    assert data["rows"] == 960 and set(data["vendors"]) == {"anthropic", "google", "openai", "alibaba", "deepseek"}
+    assert data["rows"] == 960
+    assert set(data["vendors"]) == {"anthropic", "google", "openai", "alibaba", "deepseek", "mistral"}
+    assert data["vendors"]["mistral"]["votes"] == 2 * 800  # the reserve sits on the 800 rows of council vendors
     openai, google = data["vendors"]["openai"], data["vendors"]["google"]
     assert openai["batch_size"] == 8 and openai["cost_usd"] > 0 and google["batch_size"] == 1
     # google is token-bound: its bound is its tokens over its token limit, and it is the run's T*

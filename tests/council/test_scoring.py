@@ -12,7 +12,7 @@ ROSTER = [MemberSpec(vendor=v, judge_model=m) for v, m in DEFAULT_ROSTER.items()
 
 
 def rec(row_id, member, round_, verdict):
-    return JudgeCallRecord(row_id=row_id, round=round_, member=member, judge_model=DEFAULT_ROSTER[member],
+    return JudgeCallRecord(row_id=row_id, round=round_, member=member, judge_model=DEFAULT_ROSTER.get(member, member),
                            verdict=verdict, reason="r" if verdict else None, ok=verdict is not None,
                            parse_status="ok" if verdict else "unparseable", raw_outputs=["x"],
                            judge_prompt_version="v", judge_prompt_hash="h", request_id="q")
@@ -57,3 +57,64 @@ def test_ties_no_quorum_and_missing_votes(tmp_path):
     assert summary["member_flips"]["openai"]["to_incorrect"] == 1
     assert summary["models"]["meta-llama/l"]["score"] == 0.5
     assert summary["accuracy_vs_gold"]["council"] == round(1 / 3, 6)
+
+
+def _error(row_id, member, round_):
+    return rec(row_id, member, round_, None).model_copy(update={"parse_status": "error", "error": "HTTP 503"})
+
+
+def test_rows_never_graded_are_counted_and_never_scored(tmp_path):
+    """A row missing a panel vote (budget, interrupt) or holding a provider error is 'not graded': no
+    consensus, excluded from every score, counted per model; a row with an unparseable vote is graded."""
+    model = "meta-llama/l"
+    rows = [ResponseRow(item_id=i, model=model, response="...", gold_verdict="correct") for i in "abcd"]
+    panel = list(DEFAULT_ROSTER)
+    records = []
+    for row in rows:
+        for member in panel:
+            for k in (1, 2):
+                records.append(rec(row.row_id, member, k, "correct"))
+    records = [r for r in records if not (r.row_id == "b::meta-llama/l" and r.round == 2 and r.member == "google")]
+    records = [r for r in records if not (r.row_id == "c::meta-llama/l" and r.round == 1 and r.member == "openai")]
+    records.append(_error("c::meta-llama/l", "openai", 1))
+    records = [r for r in records if not (r.row_id == "d::meta-llama/l" and r.member == "deepseek" and r.round == 2)]
+    records.append(rec("d::meta-llama/l", "deepseek", 2, None))  # unparseable: a result, not a failure
+    folder = RunFolder(tmp_path)
+    folder.write_lines("rows.jsonl", rows)
+    for r in records:
+        folder.append(r)
+    folder.close()
+    verdicts, summary = score(build(tmp_path, ROSTER, True, {}), 3, "t")
+    by_id = {v.row_id: v for v in verdicts}
+    for rid in ("b::meta-llama/l", "c::meta-llama/l"):
+        assert not by_id[rid].graded and by_id[rid].consensus is None and "not_graded" in by_id[rid].flags
+    assert by_id["a::meta-llama/l"].graded and by_id["d::meta-llama/l"].graded
+    assert summary["not_graded_rows"] == 2 and summary["rows_total"] == 4 and summary["rows"] == 2
+    m = summary["models"][model]
+    assert (m["rows"], m["not_graded"], m["score"]) == (2, 2, 1.0)  # two graded rows, both correct
+    assert any("not graded" in w for w in summary["diagnostics"]["warnings"])
+
+
+def test_reserve_sits_only_where_a_seat_was_emptied(tmp_path):
+    """With a reserve in the roster every row has a panel of five; the reserve's vote counts only there."""
+    roster = [*ROSTER, MemberSpec(vendor="mistral", judge_model="mistralai/mistral-medium-3.1", reserve=True)]
+    rows = [ResponseRow(item_id="a", model="openai/gpt-x", response="...", gold_verdict="correct"),
+            ResponseRow(item_id="a", model="meta-llama/l", response="...", gold_verdict="correct")]
+    folder = RunFolder(tmp_path)
+    folder.write_lines("rows.jsonl", rows)
+    for row in rows:
+        for m in roster:
+            for k in (1, 2):
+                folder.append(rec(row.row_id, m.vendor, k, "correct").model_copy(
+                    update={"judge_model": m.judge_model, "reserve": m.reserve}))
+    folder.close()
+    verdicts, summary = score(build(tmp_path, roster, True, {}), 3, "t")
+    own, other = verdicts
+    assert own.members == ["anthropic", "google", "alibaba", "deepseek", "mistral"] and own.reserves == ["mistral"]
+    assert other.members == ["anthropic", "google", "openai", "alibaba", "deepseek"] and other.reserves == []
+    assert summary["panels"] == {"rows_by_size": {"5": 2}, "even_panel_rows": 0, "reserve_rows": 1,
+                                 "sizes_differ": False}
+    # Without the reserve the same rows have panels of 4 and 5: reported and warned about.
+    _, plain = score(build(tmp_path, ROSTER, True, {}), 3, "t")
+    assert plain["panels"]["even_panel_rows"] == 1 and plain["panels"]["sizes_differ"]
+    assert any("panels differ" in w for w in plain["diagnostics"]["warnings"])

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import math
 import random
+import statistics
 import time
 from collections.abc import AsyncIterator, Iterable
+from pathlib import Path
 
 import aiohttp
 import openai
@@ -27,15 +30,18 @@ from council.prompts import (
     single_messages,
 )
 from council.schema import BankItem, ResponseRow
-from council.sim import ModelBehaviour, SimConfig, SimServer, TruthTable, VendorBehaviour, start_sim, truth_key
-from council.sim._judging import parse_batch, parse_prompt
+from council.sim import (
+    WORLD, ModelBehaviour, ProbeProfile, SimConfig, SimServer, TruthTable, VendorBehaviour, start_sim, truth_key,
+)
+from council.sim._judging import cites_reference, decide, item_difficulty, parse_batch, parse_prompt
 from council.sim._quota import QuotaBook, format_reset
-from council.vendors import DEFAULT_ROSTER, vendor_of
+from council.vendors import DEFAULT_ROSTER
 from elicitor.parsing import parse_elicited
 from elicitor.prompts import ABSTAIN, ELICIT_SYSTEM, elicit_messages
 
 AUTH = {"Authorization": "Bearer test"}
-QUIET = {"latency_ms": 0.0, "latency_jitter_ms": 0.0, "malformed_rate": 0.0, "name_drop_rate": 0.0}
+QUIET = {"latency_ms": 0.0, "latency_jitter_ms": 0.0, "malformed_rate": 0.0, "name_drop_rate": 0.0,
+         "prose_json_rate": 0.0, "fenced_rate": 0.0}
 
 
 class FakeClock:
@@ -47,7 +53,8 @@ class FakeClock:
 
 
 def quiet(config: SimConfig, **extra: float) -> SimConfig:
-    """``config`` with no latency, no malformed output and no name drops (plus ``extra``) for every vendor."""
+    """``config`` with no latency, no malformed, fenced or prose output and no name drops (plus ``extra``) for
+    every vendor."""
     upd = {**QUIET, **extra}
     return config.model_copy(
         update={
@@ -61,9 +68,15 @@ def one_vendor(**kw: float) -> SimConfig:
     return SimConfig(seed=1, default=VendorBehaviour(**{**QUIET, **kw}))
 
 
-def bank(n: int, model: str, gold_of=lambda i: "correct" if i % 2 == 0 else "incorrect", tag: str = "q"):
+LLAMA = "meta-llama/llama-3.3-70b-instruct"  # a producer no default judge shares a vendor with
+
+
+def bank(n: int, model: str, gold_of=lambda i: "correct" if i % 2 == 0 else "incorrect", tag: str = "q",
+         probe: str = "arithmetic"):
+    """``n`` arithmetic items and ``model``'s rows; the probe has no planted profile unless asked (so judges
+    grade it at their configured accuracy)."""
     items = [
-        BankItem(id=f"{tag}{i}", probe="calibration", prompt=f"What is {i} + {i}? ({tag})", reference=str(2 * i),
+        BankItem(id=f"{tag}{i}", probe=probe, prompt=f"What is {i} + {i}? ({tag})", reference=str(2 * i),
                  rationale="arithmetic")
         for i in range(n)
     ]
@@ -112,6 +125,19 @@ def batch_entries(body: dict) -> dict[str, tuple[str, str]]:
     return {e["key"]: (e["verdict"], e["reason"]) for e in entries}
 
 
+SELF_NAMES = {  # what a default judge's name drops contain, in any of their forms
+    "openai/gpt-5": ("GPT", "gpt", "OpenAI"),
+    "deepseek/deepseek-v3.2": ("DeepSeek", "deepseek"),
+    "google/gemini-2.5-pro": ("Gemini", "gemini", "Google"),
+    "anthropic/claude-sonnet-4.5": ("Claude", "claude", "Anthropic"),
+    "qwen/qwen3-max": ("Qwen", "qwen", "Alibaba"),
+}
+
+
+def names_itself(reason: str, judge: str) -> bool:
+    return any(name in reason for name in SELF_NAMES[judge])
+
+
 def r2_bodies(items, rows) -> list[str]:
     """Round-two bodies with a different own vote and peer set per row."""
     out = []
@@ -126,7 +152,7 @@ def r2_bodies(items, rows) -> list[str]:
 
 
 async def test_openai_client_completion_and_models() -> None:
-    items, rows = bank(1, "meta-llama/llama-3-70b")
+    items, rows = bank(1, LLAMA)
     async with await start_sim(quiet(SimConfig.planted()), TruthTable.from_rows(items, rows)) as server:
         assert server.url == f"http://127.0.0.1:{server.port}/v1"
         client = AsyncOpenAI(base_url=server.url, api_key="test", max_retries=0)
@@ -179,7 +205,7 @@ async def test_verdict_follows_truth_table_not_prompt(session) -> None:
     right = ResponseRow(item_id="cap", model="m/b", response="The French capital city.", gold_verdict="correct")
     unknown = ResponseRow(item_id="cap", model="m/c", response="It is   PARIS.")
     truth = TruthTable.from_rows([item], [wrong, right])
-    assert truth.lookup(item.prompt, wrong.response) == ("incorrect", frozenset({"m"}))
+    assert truth.lookup(item.prompt, wrong.response) == ("incorrect", frozenset({"m/a"}))  # producer model ids
     assert truth.get(truth_key(item.prompt, unknown.response)) == (None, frozenset())
     async with await start_sim(one_vendor(accuracy=1.0), truth) as server:
         got = await verdicts(session, server, "openai/gpt-5",
@@ -188,7 +214,7 @@ async def test_verdict_follows_truth_table_not_prompt(session) -> None:
 
 
 async def test_determinism_and_seed(session) -> None:
-    items, rows = bank(30, "meta-llama/llama-3-70b")
+    items, rows = bank(30, LLAMA)
     truth = TruthTable.from_rows(items, rows)
     cfg = SimConfig.planted(seed=0).model_copy(update={"default": VendorBehaviour(**QUIET)})
     msgs = [round1_messages(i, r) for i, r in zip(items, rows)]
@@ -209,7 +235,7 @@ async def test_determinism_and_seed(session) -> None:
 
 async def test_accuracy_and_self_preference_emerge(session) -> None:
     config = quiet(SimConfig.planted(seed=7))
-    others_items, others_rows = bank(400, "meta-llama/llama-3-70b", tag="m")  # nobody's own vendor
+    others_items, others_rows = bank(400, LLAMA, tag="m")  # nobody's own vendor
     own_items, own_rows = bank(150, "openai/gpt-4o", gold_of=lambda i: "incorrect", tag="o")  # openai's wrong rows
     truth = TruthTable.from_rows(others_items + own_items, others_rows + own_rows)
     others = [round1_messages(i, r) for i, r in zip(others_items, others_rows)]
@@ -233,9 +259,10 @@ async def test_accuracy_and_self_preference_emerge(session) -> None:
 
 async def test_round_two_persuadability(session) -> None:
     config = one_vendor(accuracy=0.8, persuadability=0.3, self_preference=1.0)
-    items, rows = bank(400, "meta-llama/llama-3-70b")
+    items, rows = bank(400, LLAMA)
     truth = TruthTable.from_rows(items, rows)
     against = [Peer("B", "incorrect", "No."), Peer("C", "incorrect", "Wrong."), Peer("D", "correct", "Fine.")]
+    all_against = [Peer("B", "incorrect", "No."), Peer("C", "incorrect", "Wrong."), Peer("D", "incorrect", "Bad.")]
     agree = [Peer("B", "correct", "Yes."), Peer("C", "correct", "Right.")]
     tie = [Peer("B", "incorrect", "No."), Peer("C", "correct", "Yes.")]
     judge = "anthropic/claude-sonnet-4.5"
@@ -244,8 +271,12 @@ async def test_round_two_persuadability(session) -> None:
             pairs = list(zip(items, rows)) if pairs is None else pairs
             return [round2_messages(i, r, own, "It matches.", peers) for i, r in pairs]
 
-        switched = await verdicts(session, server, judge, r2(against))
-        assert abs(sum(v == "incorrect" for v in switched) / 400 - 0.3) <= 0.07
+        def switched(vs: list[str]) -> float:
+            return sum(v == "incorrect" for v in vs) / len(vs)
+
+        # Pressure = head count against minus with (no reason quotes the reference): P = 0.3 * (1 - e^-pressure).
+        assert abs(switched(await verdicts(session, server, judge, r2(against))) - 0.3 * (1 - math.exp(-1))) <= 0.06
+        assert abs(switched(await verdicts(session, server, judge, r2(all_against))) - 0.3 * (1 - math.exp(-3))) <= 0.07
         assert set(await verdicts(session, server, judge, r2(agree))) == {"correct"}
         assert set(await verdicts(session, server, judge, r2(tie))) == {"correct"}
         # No round-one vote: decided afresh, then persuaded like any other.
@@ -255,8 +286,8 @@ async def test_round_two_persuadability(session) -> None:
         own_items, own_rows = bank(60, "anthropic/claude-3-haiku", gold_of=lambda i: "incorrect", tag="a")
         # The server shares the table it was given, so it can be extended in place.
         for i, r in zip(own_items, own_rows):
-            server.truth.add(i.prompt, r.response, r.gold_verdict, [r.vendor])
-        held = await verdicts(session, server, judge, r2(against, pairs=list(zip(own_items, own_rows))))
+            server.truth.add(i.prompt, r.response, r.gold_verdict, [r.model])
+        held = await verdicts(session, server, judge, r2(all_against, pairs=list(zip(own_items, own_rows))))
         assert set(held) == {"correct"}
 
 
@@ -313,7 +344,7 @@ def test_parse_batch() -> None:
 
 @pytest.mark.parametrize("round_", [1, 2])
 async def test_same_answer_alone_or_in_any_batch(session, round_: int) -> None:
-    items, rows = bank(24, "meta-llama/llama-3-70b")
+    items, rows = bank(24, LLAMA)
     rows[5] = rows[5].model_copy(update={"model": "openai/gpt-4o"})  # an own-vendor row for the openai judge
     bodies = [round1_body(i, r) for i, r in zip(items, rows)] if round_ == 1 else r2_bodies(items, rows)
     config = one_vendor(accuracy=0.6, persuadability=0.5, self_preference=0.5, name_drop_rate=0.3)
@@ -326,7 +357,8 @@ async def test_same_answer_alone_or_in_any_batch(session, round_: int) -> None:
                 got = json.loads(content_of(resp))
                 alone.append((got["verdict"], got["reason"]))
             assert {v for v, _ in alone} == {"correct", "incorrect"}
-            assert any(r.startswith("As ") for _, r in alone) and not all(r.startswith("As ") for _, r in alone)
+            named = [names_itself(r, judge) for _, r in alone]
+            assert any(named) and not all(named)
             for size in (1, 3, 8):
                 order = list(range(len(bodies)))
                 random.Random(size).shuffle(order)
@@ -346,7 +378,7 @@ async def test_same_answer_alone_or_in_any_batch(session, round_: int) -> None:
 
 
 async def test_batch_drop_rate(session) -> None:
-    items, rows = bank(40, "meta-llama/llama-3-70b")
+    items, rows = bank(40, LLAMA)
     truth = TruthTable.from_rows(items, rows)
     bodies = [round1_body(i, r) for i, r in zip(items, rows)]
     judge = "anthropic/claude-sonnet-4.5"
@@ -372,7 +404,7 @@ async def test_batch_drop_rate(session) -> None:
 
 
 async def test_malformed_batch_and_repair(session) -> None:
-    items, rows = bank(24, "meta-llama/llama-3-70b")
+    items, rows = bank(24, LLAMA)
     truth = TruthTable.from_rows(items, rows)
     batches = [batch_messages(1, [round1_body(i, r) for i, r in zip(items[k : k + 4], rows[k : k + 4])])
                for k in range(0, 24, 4)]
@@ -400,7 +432,7 @@ async def test_malformed_batch_and_repair(session) -> None:
 
 
 async def test_batch_usage_truncation_and_stats(session) -> None:
-    items, rows = bank(8, "meta-llama/llama-3-70b")
+    items, rows = bank(8, LLAMA)
     bodies = [round1_body(i, r) for i, r in zip(items, rows)]
     judge = "openai/gpt-5"
     async with await start_sim(one_vendor(), TruthTable.from_rows(items, rows)) as server:
@@ -430,7 +462,7 @@ async def test_batch_usage_truncation_and_stats(session) -> None:
 
 
 async def test_malformed_and_repair(session) -> None:
-    items, rows = bank(20, "meta-llama/llama-3-70b")
+    items, rows = bank(20, LLAMA)
     truth = TruthTable.from_rows(items, rows)
     msgs = [round1_messages(i, r) for i, r in zip(items, rows)]
     judge = "google/gemini-2.5-pro"
@@ -455,7 +487,7 @@ async def test_malformed_and_repair(session) -> None:
 
 
 async def test_truncation_and_max_tokens(session) -> None:
-    items, rows = bank(5, "meta-llama/llama-3-70b")
+    items, rows = bank(5, LLAMA)
     msgs = round1_messages(items[0], rows[0])
     async with await start_sim(one_vendor(truncation_rate=1.0), TruthTable.from_rows(items, rows)) as server:
         _, _, body = await post(session, server, "openai/gpt-5", msgs)
@@ -488,13 +520,26 @@ async def test_server_errors_and_timeouts(session) -> None:
             await asyncio.wait_for(post(session, server, "openai/gpt-5", [{"role": "user", "content": "y"}]), 0.05)
 
 
-async def test_name_drop(session) -> None:
-    items, rows = bank(10, "meta-llama/llama-3-70b")
+async def test_name_drop_forms(session) -> None:
+    items, rows = bank(60, LLAMA)
     async with await start_sim(one_vendor(name_drop_rate=1.0), TruthTable.from_rows(items, rows)) as server:
-        for i, r in zip(items, rows):
-            reason = json.loads(content_of((await post(session, server, "openai/gpt-5", round1_messages(i, r)))[2]))
-            assert reason["reason"].startswith("As ")
-            assert any(name in reason["reason"] for name in ("gpt-5", "GPT"))
+        reasons = {}
+        for judge in SELF_NAMES:
+            replies = [(await post(session, server, judge, round1_messages(i, r)))[2] for i, r in zip(items, rows)]
+            reasons[judge] = [json.loads(content_of(body))["reason"] for body in replies]
+    for judge, got in reasons.items():
+        assert all(names_itself(r, judge) for r in got), judge
+    gpt = reasons["openai/gpt-5"]
+    assert any(r.startswith("GPT\u20115 here: ") for r in gpt)  # with a non-breaking hyphen
+    assert any(r.startswith("As an OpenAI model, ") for r in gpt)
+    assert any(r.startswith("As GPT-5, I find that ") for r in gpt)
+    assert any("gemini_2.5_pro's view" in r for r in reasons["google/gemini-2.5-pro"])
+    assert any(r.startswith("Speaking as a Gemini model") for r in reasons["google/gemini-2.5-pro"])
+    assert any(r.startswith("I, Qwen3-Max, ") for r in reasons["qwen/qwen3-max"])
+    assert any(r.startswith("DeepSeek-V3.2 finds") for r in reasons["deepseek/deepseek-v3.2"])
+    assert any("Claude Sonnet 4.5's" in r for r in reasons["anthropic/claude-sonnet-4.5"])  # a possessive
+    prefixes = {r.split(" ", 2)[0] + r.split(" ", 2)[1] for r in gpt}
+    assert len(prefixes) >= 6  # varied forms, not one template
 
 
 # ---- quotas --------------------------------------------------------------------------------------------
@@ -592,13 +637,26 @@ def test_quota_book_unit() -> None:
 # ---- configuration -------------------------------------------------------------------------------------
 
 
+def _dump(tmp_path, cfg: SimConfig):
+    path = tmp_path / "dumped.json"
+    path.write_text(cfg.model_dump_json())
+    return path
+
+
 def test_config_default_and_from_file(tmp_path) -> None:
     cfg = SimConfig.planted(seed=5)
     assert cfg.seed == 5 and cfg.vendors["openai"].self_preference == 0.8
     assert cfg.vendors["google"].accuracy == 0.84 and cfg.vendors["deepseek"].self_preference == 0.3
     assert all(b.persuadability == 0.3 and b.rpm == 0 and b.tpm == 0 for b in cfg.vendors.values())
-    assert cfg.default == VendorBehaviour() and cfg.behaviour("mistral") == cfg.default
+    assert all(b.batch_contrast == 0.0 and b.prose_json_rate > 0 and b.fenced_rate > 0 for b in cfg.vendors.values())
+    assert cfg.default == VendorBehaviour() and cfg.behaviour("xai") == cfg.default and "mistral" in cfg.vendors
     assert cfg.default.batch_drop_rate == 0.0 and cfg.default.rate_limit_headers is True
+    d = cfg.default
+    assert (d.conformity, d.reason_weight, d.batch_contrast) == (1.0, 1.5, 0.0)
+    assert (d.prose_json_rate, d.fenced_rate) == (0.0, 0.0)
+    assert set(cfg.probes) == {"calibration", "honest_ignorance", "false_premise", "certificate_or_confess"}
+    assert cfg.probe("calibration").ease > cfg.probe("honest_ignorance").ease and cfg.probe("nope") == ProbeProfile()
+    assert cfg.world == {} and SimConfig.from_file(_dump(tmp_path, cfg)) == cfg
     good = tmp_path / "sim.json"
     good.write_text(json.dumps({"seed": 3, "vendors": {"openai": {"rpm": 10}}, "default": {"accuracy": 0.5}}))
     loaded = SimConfig.from_file(good)
@@ -672,9 +730,9 @@ async def test_elicitation_round_trip_with_openai_client() -> None:
         assert lines[0] == f"Confidence: {got.confidence:.2f}"
         assert resp.usage.completion_tokens_details.reasoning_tokens == 0
         assert resp.usage.completion_tokens == math.ceil(len(text) / 4)
-        # The answer's truth is now known, produced by the model's vendor.
+        # The answer's truth is now known, produced by the model (its vendor is the world's business).
         gold, producers = truth.lookup(items[0].prompt, got.answer)
-        assert gold in {"correct", "incorrect"} and producers == frozenset({"openai"})
+        assert gold in {"correct", "incorrect"} and producers == frozenset({"openai/gpt-4o-mini"})
         assert truth.lookup(items[0].prompt, text)[0] == gold  # the whole reply text too
         stats = await server.stats()
         assert stats["models"]["openai/gpt-4o-mini"]["elicitations"] == 1
@@ -691,7 +749,7 @@ async def test_elicitation_deterministic(session) -> None:
     items = elicit_bank(40)
     runs = []
     haiku = "anthropic/claude-3-haiku"
-    for seed, model in ((0, haiku), (0, haiku), (1, haiku), (0, "qwen/qwen-2.5-72b")):
+    for seed, model in ((0, haiku), (0, haiku), (1, haiku), (0, "qwen/qwen-2.5-72b-instruct")):
         cfg = models_config(seed=seed, default_model=ModelBehaviour(**STILL, abstention_rate=0.2))
         async with await start_sim(cfg, TruthTable.from_items(items)) as server:
             bodies = await elicit_all(session, server, model, items)
@@ -707,7 +765,7 @@ async def test_elicitation_deterministic(session) -> None:
 async def test_accuracy_abstention_and_overconfidence_emerge(session) -> None:
     items = elicit_bank(300)
     behaviours = {
-        "meta-llama/llama-3-70b": ModelBehaviour(**STILL, accuracy=0.7, overconfidence=0.1, abstention_rate=0.05),
+        LLAMA: ModelBehaviour(**STILL, accuracy=0.7, overconfidence=0.1, abstention_rate=0.05),
         "mistralai/mistral-small": ModelBehaviour(**STILL, accuracy=0.45, overconfidence=0.25, abstention_rate=0.2,
                                                   confidence_noise=0.05),
         "x-ai/grok-4": ModelBehaviour(**STILL, accuracy=0.85, overconfidence=-0.05, abstention_rate=0.0),
@@ -723,8 +781,8 @@ async def test_accuracy_abstention_and_overconfidence_emerge(session) -> None:
             assert abs(sum(abstained) / len(items) - b.abstention_rate) <= 0.08, model
             answered = [(i, p) for i, p in zip(items, parsed) if not p.abstained]
             golds = [truth.lookup(i.prompt, p.answer) for i, p in answered]
-            # The same text from several models (a right answer is worded alike) lists all their vendors.
-            assert all(vendor_of(model) in producers for _, producers in golds)
+            # The same text from several models (a right answer is worded alike) lists all of them.
+            assert all(model in producers for _, producers in golds)
             correct = [g == "correct" for g, _ in golds]
             accuracy = sum(correct) / len(correct)
             assert abs(accuracy - b.accuracy) <= 0.08, (model, accuracy)
@@ -810,13 +868,13 @@ async def test_judges_grade_elicited_answers_by_the_truth(session) -> None:
     at their configured accuracy, and a self-preferring judge favours its own vendor's wrong answers."""
     items = elicit_bank(320)
     truth = TruthTable.from_items(items)
-    cfg = models_config(seed=11).model_copy(update={"models": {
-        "meta-llama/llama-3-70b": ModelBehaviour(**STILL, accuracy=0.6, abstention_rate=0.05),
+    cfg = models_config(seed=11).model_copy(update={"probes": {}, "models": {
+        LLAMA: ModelBehaviour(**STILL, accuracy=0.6, abstention_rate=0.05),
         "openai/gpt-4o-mini": ModelBehaviour(**STILL, accuracy=0.4, abstention_rate=0.0),
     }})
     async with await start_sim(cfg, truth) as server:
         rows = {}
-        for model in ("meta-llama/llama-3-70b", "openai/gpt-4o-mini"):
+        for model in (LLAMA, "openai/gpt-4o-mini"):
             bodies = await elicit_all(session, server, model, items)
             rows[model] = []
             for item, body in zip(items, bodies):
@@ -824,7 +882,7 @@ async def test_judges_grade_elicited_answers_by_the_truth(session) -> None:
                 row = ResponseRow(item_id=item.id, model=model, response=got.answer, confidence=got.confidence,
                                   abstained=got.abstained)
                 rows[model].append((item, row, truth.lookup(item.prompt, got.answer)[0]))
-        meta = rows["meta-llama/llama-3-70b"]
+        meta = rows[LLAMA]
         gold = [g for _, _, g in meta]
         assert None not in gold and 0.4 < gold.count("correct") / len(gold) < 0.8
         for vendor in ("anthropic", "deepseek"):
@@ -851,7 +909,7 @@ async def test_vendor_quota_shared_by_judge_and_model_under_test(session) -> Non
         assert status == 429 and body["error"]["code"] == "rate_limit_exceeded"
         status, _, _ = await post(session, server, "openai/gpt-4o-mini", elicit_messages(items[1].prompt))
         assert status == 429
-        assert (await post(session, server, "google/gemma-3", elicit_messages(items[1].prompt)))[0] == 200
+        assert (await post(session, server, "google/gemma-3-27b-it", elicit_messages(items[1].prompt)))[0] == 200
         clock.t += 1.0
         assert (await post(session, server, "openai/gpt-5", [{"role": "user", "content": "hello"}]))[0] == 200
         stats = await server.stats()
@@ -883,3 +941,382 @@ def test_truth_table_registers_items() -> None:
     # Keys strip both texts, as the judges' prompts do.
     table.add(" Q? ", "  A.\n", "correct", ["v"])
     assert table.lookup("Q?", "A.") == ("correct", frozenset({"v"}))
+
+
+# ---- the world: who made which model, decided by the provider alone ----------------------------------------
+
+SAMPLE_MODELS = {
+    "anthropic/claude-haiku-4.5": "anthropic", "google/gemini-2.5-flash": "google", "openai/gpt-4.1-mini": "openai",
+    "qwen/qwen3-235b-a22b": "alibaba", "deepseek/deepseek-chat-v3.1": "deepseek",
+    "meta-llama/llama-3.3-70b-instruct": "meta",
+}
+SPELLINGS = {
+    "gpt-4o": "openai", "o3-mini": "openai", "openai/gpt-4o": "openai", "claude-3-5-sonnet-20241022": "anthropic",
+    "Qwen2.5-72B-Instruct": "alibaba", "qwen2.5-72b-instruct": "alibaba", "Qwen/Qwen2.5-72B-Instruct": "alibaba",
+    "deepseek-chat": "deepseek", "deepseek-ai/DeepSeek-R1": "deepseek", "gemma-2-9b-it": "google",
+    "google/gemma-3-27b-it": "google", "meta-llama/Llama-3.1-8B-Instruct": "meta", "llama3.1:8b": "meta",
+    "mistral-large-latest": "mistral", "grok-4": "xai", "x-ai/grok-4": "xai", "OPENAI/GPT-5": "openai",
+    "anthropic.claude-3-5-sonnet-20241022-v2:0": "anthropic", "moonshotai/kimi-k2": "moonshot",
+}
+
+
+def test_world_catalogue_is_the_providers_own() -> None:
+    world = SimConfig().catalogue
+    assert {m: world.vendor(m) for m in DEFAULT_ROSTER.values()} == {m: v for v, m in DEFAULT_ROSTER.items()}
+    assert world.vendor("mistralai/mistral-medium-3.1") == "mistral"  # the reserve judge
+    assert {m: world.vendor(m) for m in SAMPLE_MODELS} == SAMPLE_MODELS
+    assert {m: world.vendor(m) for m in SPELLINGS} == SPELLINGS
+    # Exact full ids only: no prefix rules, no guessing.
+    for unknown in ("gpt", "openai/gpt-5-imaginary", "acme/gpt-4o", "qwen/unheard-of", "claude"):
+        assert world.vendor(unknown) is None and unknown not in world
+    assert len(WORLD) >= 100 and len(world) == len({m.lower() for m in WORLD})
+    # SimConfig.world adds and overrides, case-insensitively, without touching the table.
+    cfg = SimConfig(world={"acme/judge-1": "acme", "GPT-4o": "acme"})
+    assert cfg.catalogue.vendor("ACME/Judge-1") == "acme" and cfg.catalogue.vendor("gpt-4o") == "acme"
+    assert SimConfig().catalogue.vendor("gpt-4o") == "openai"
+    # The provider must be able to disagree with the council: it never asks the council who made a model.
+    import council.sim
+
+    for path in Path(council.sim.__file__).parent.glob("*.py"):
+        assert "vendor_of" not in path.read_text(), path.name
+
+
+async def test_unknown_model_is_404_and_models_lists_the_world(session) -> None:
+    cfg = quiet(SimConfig.planted()).model_copy(update={"world": {"acme/judge-1": "acme"}})
+    async with await start_sim(cfg, TruthTable.from_items(elicit_bank(2))) as server:
+        for model, messages in (("acme/unheard-of-7b", [{"role": "user", "content": "hi"}]),
+                                ("gpt-4o-imaginary", elicit_messages(elicit_bank(1)[0].prompt))):
+            status, _, body = await post(session, server, model, messages)
+            assert status == 404
+            assert body == {"error": {
+                "message": f"The model `{model}` does not exist or you do not have access to it.",
+                "type": "invalid_request_error", "param": None, "code": "model_not_found"}}
+        assert "acme/unheard-of-7b" not in (await server.stats())["models"]
+        # A model the config adds answers (matched case-insensitively) and is counted under its vendor.
+        assert (await post(session, server, "ACME/Judge-1", [{"role": "user", "content": "hi"}]))[0] == 200
+        assert (await server.stats())["vendors"]["acme"]["requests"] == 1
+        client = AsyncOpenAI(base_url=server.url, api_key="test", max_retries=0)
+        with pytest.raises(openai.NotFoundError):
+            await client.chat.completions.create(model="nobody/nothing", messages=[{"role": "user", "content": "x"}])
+        listed = {m.id: m.owned_by for m in (await client.models.list()).data}
+        await client.close()
+    assert listed["acme/judge-1"] == "acme" and listed["google/gemma-3-27b-it"] == "google"
+    assert {k.lower(): v for k, v in listed.items()} == {k.lower(): v for k, v in {**WORLD, **cfg.world}.items()}
+
+
+def wrong_vendor_row(item: BankItem, model: str, vendor: str, response: str, gold: str) -> ResponseRow:
+    """A row whose ``vendor`` field says what the council might have computed, right or wrong (not validated)."""
+    return ResponseRow.model_construct(row_id=f"{item.id}::{model}", item_id=item.id, model=model, vendor=vendor,
+                                       response=response, gold_verdict=gold, confidence=None, abstained=False)
+
+
+async def test_producer_vendor_comes_from_the_world_not_the_row(session) -> None:
+    items, _ = bank(360, LLAMA)
+    third = len(items) // 3
+    rows = (  # all wrong answers
+        [wrong_vendor_row(i, "gpt-4o", "gpt-4o", f"It is {n}.", "incorrect") for n, i in enumerate(items[:third])]
+        + [wrong_vendor_row(i, LLAMA, "openai", f"It is {n}.", "incorrect")
+           for n, i in enumerate(items[third:2 * third])]
+        + [wrong_vendor_row(i, "acme/mystery-1", "openai", f"It is {n}.", "incorrect")
+           for n, i in enumerate(items[2 * third:])]
+    )
+    truth = TruthTable.from_rows(items, rows)
+    assert truth.lookup(items[0].prompt, rows[0].response) == ("incorrect", frozenset({"gpt-4o"}))
+    judge = DEFAULT_ROSTER["openai"]
+    async with await start_sim(quiet(SimConfig.planted(seed=2)), truth) as server:
+        got = await verdicts(session, server, judge, [round1_messages(i, r) for i, r in zip(items, rows)])
+        stats = await server.stats()
+    rate = lambda vs: sum(v == "correct" for v in vs) / len(vs)  # noqa: E731
+    own, mislabelled, unknown = got[:third], got[third:2 * third], got[2 * third:]
+    # A bare "gpt-4o" is OpenAI's in the world, whatever its row says: the lenient openai judge favours it.
+    assert abs(rate(own) - (0.15 + 0.85 * 0.8)) <= 0.1 and rate(mislabelled) < 0.3 and rate(unknown) < 0.3
+    assert stats["vendors"]["openai"]["own_vendor_rows"] == third
+    assert stats["vendors"]["openai"]["unknown_producers"] == third
+    assert stats["models"][judge]["own_vendor_rows"] == third
+
+
+async def test_family_leniency_reaches_sibling_models(session) -> None:
+    items, rows = bank(300, "google/gemma-3-27b-it", gold_of=lambda i: "incorrect")
+    rows = [r.model_copy(update={"model": "gemma-2-9b-it"}) if n % 2 else r for n, r in enumerate(rows)]
+    truth = TruthTable.from_rows(items, rows)
+    msgs = [round1_messages(i, r) for i, r in zip(items, rows)]
+    config = quiet(SimConfig.planted(seed=4))
+    async with await start_sim(config, truth) as server:
+        google = await verdicts(session, server, DEFAULT_ROSTER["google"], msgs)
+        anthropic = await verdicts(session, server, DEFAULT_ROSTER["anthropic"], msgs)
+        stats = await server.stats()
+    rate = lambda vs: sum(v == "correct" for v in vs) / len(vs)  # noqa: E731
+    # Google's judge passes Gemma's wrong answers: P = (1 - acc) + acc * self_preference.
+    b = config.vendors["google"]
+    assert abs(rate(google) - ((1 - b.accuracy) + b.accuracy * b.self_preference)) <= 0.1
+    assert rate(anthropic) < 0.3 and rate(google) - rate(anthropic) > 0.4
+    assert stats["vendors"]["google"]["own_vendor_rows"] == 300
+    assert stats["vendors"]["anthropic"]["own_vendor_rows"] == 0
+
+
+# ---- realistic judging: correlated errors, agreement, persuasion, messy outputs, batch effects ---------------
+
+
+def tuples(messages: list[dict]) -> list[tuple[str, str]]:
+    return [(m["role"], m["content"]) for m in messages]
+
+
+def read_reply(content: str) -> dict | None:
+    """The JSON object of a reply, also when it is fenced or inside prose; None when it is malformed."""
+    try:
+        return json.loads(content[content.index("{"): content.rindex("}") + 1])
+    except ValueError:
+        return None
+
+
+def phi(a: list[bool], b: list[bool]) -> float:
+    n = len(a)
+    pa, pb = sum(a) / n, sum(b) / n
+    both = sum(x and y for x, y in zip(a, b)) / n
+    den = math.sqrt(pa * (1 - pa) * pb * (1 - pb))
+    return (both - pa * pb) / den if den else 0.0
+
+
+def errors_by_judge(config: SimConfig, n_items: int = 300, per_item: int = 4):
+    """Round-one error indicators of the five default judges on ``n_items`` x ``per_item`` rows, and each row's
+    item difficulty."""
+    items = [BankItem(id=f"c{i}", probe="arithmetic", prompt=f"What is {i} times 3? (c)", reference=str(3 * i),
+                      rationale="r") for i in range(n_items)]
+    rows = [ResponseRow(item_id=it.id, model=LLAMA, response=f"Answer {k}: {3 * i + k}.",
+                        gold_verdict="correct" if k == 0 else "incorrect")
+            for i, it in enumerate(items) for k in range(per_item)]
+    by_id = {it.id: it for it in items}
+    truth = TruthTable.from_rows(items, rows)
+    errs = {}
+    for judge in DEFAULT_ROSTER.values():
+        said = [decide(config, truth, judge, tuples(round1_messages(by_id[r.item_id], r))).verdict for r in rows]
+        errs[judge] = [v != r.gold_verdict for v, r in zip(said, rows)]
+    hardness = [item_difficulty(config.seed, by_id[r.item_id].prompt) for r in rows]
+    return errs, hardness
+
+
+def test_judges_err_together_and_more_so_on_hard_items() -> None:
+    config = SimConfig(seed=3, default=VendorBehaviour(**QUIET, accuracy=0.8))
+    errs, hardness = errors_by_judge(config)
+    pairs = list(itertools.combinations(errs, 2))
+    overall = statistics.mean(phi(errs[a], errs[b]) for a, b in pairs)
+    assert overall > 0.2
+    # Split the rows by the items' latent difficulty: on hard items judges err more, and more together.
+    cut = statistics.median(hardness)
+    easy = [k for k, h in enumerate(hardness) if h < cut]
+    hard = [k for k, h in enumerate(hardness) if h >= cut]
+
+    def within(ks: list[int]) -> tuple[float, float]:
+        corr = statistics.mean(phi([errs[a][k] for k in ks], [errs[b][k] for k in ks]) for a, b in pairs)
+        rate = statistics.mean(errs[j][k] for j in errs for k in ks)
+        return corr, rate
+
+    (corr_easy, rate_easy), (corr_hard, rate_hard) = within(easy), within(hard)
+    assert rate_hard > rate_easy + 0.1 and corr_hard > corr_easy + 0.05
+    # Nothing shared, nothing correlated: the same judges with independent errors.
+    alone = config.model_copy(update={"default_probe": ProbeProfile(shared=0.0)})
+    errs0, _ = errors_by_judge(alone)
+    assert abs(statistics.mean(phi(errs0[a], errs0[b]) for a, b in pairs)) < 0.06
+
+
+def sample() -> tuple[list[BankItem], list[ResponseRow]]:
+    import bank as bank_pkg
+
+    items = [BankItem(**json.loads(line)) for line in bank_pkg.SAMPLE_BANK.read_text().splitlines() if line.strip()]
+    rows = [ResponseRow(**json.loads(line)) for line in bank_pkg.SAMPLE_RESPONSES.read_text().splitlines()
+            if line.strip()]
+    return items, rows
+
+
+def test_round_one_agreement_on_the_sample_matches_the_planted_figures() -> None:
+    """The shipped sample graded blind by the five default judges under the planted world: round-one pairwise
+    percent agreement per probe (each pair over the rows both may grade under self-exclusion, per the world),
+    computed from the replies themselves."""
+    items, rows = sample()
+    by_id = {it.id: it for it in items}
+    config = SimConfig.planted()
+    world, truth = config.catalogue, TruthTable.from_rows(items, rows)
+    votes: dict[tuple[str, int], str] = {}
+    t0 = time.perf_counter()
+    for vendor, judge in DEFAULT_ROSTER.items():
+        for k, row in enumerate(rows):
+            if world.vendor(row.model) == vendor:
+                continue
+            got = read_reply(decide(config, truth, judge, tuples(round1_messages(by_id[row.item_id], row))).content)
+            if got is not None:
+                votes[vendor, k] = got["verdict"]
+    assert time.perf_counter() - t0 < 5.0  # decide is called per request: it must stay cheap
+    agreement, accuracy = {}, {}
+    for probe in ("calibration", "honest_ignorance", "false_premise", "certificate_or_confess"):
+        ks = [k for k, r in enumerate(rows) if by_id[r.item_id].probe == probe]
+        pair_agreement = []
+        for a, b in itertools.combinations(DEFAULT_ROSTER, 2):
+            both = [k for k in ks if (a, k) in votes and (b, k) in votes]
+            pair_agreement.append(sum(votes[a, k] == votes[b, k] for k in both) / len(both))
+        agreement[probe] = statistics.mean(pair_agreement)
+        accuracy[probe] = statistics.mean(
+            statistics.mean(votes[v, k] == rows[k].gold_verdict for k in ks if (v, k) in votes) for v in DEFAULT_ROSTER)
+    assert abs(agreement["calibration"] - 0.98) <= 0.03, agreement
+    assert abs(agreement["honest_ignorance"] - 0.87) <= 0.03, agreement
+    assert agreement["honest_ignorance"] < agreement["false_premise"] < agreement["calibration"], agreement
+    assert all(0.8 <= a <= 0.99 for a in accuracy.values()), accuracy
+
+
+def test_round_two_persuasion_can_go_wrong_as_well_as_right() -> None:
+    items, rows = bank(300, LLAMA)
+    truth = TruthTable.from_rows(items, rows)
+    config = SimConfig(seed=5, default=VendorBehaviour(**QUIET, persuadability=0.3))
+    judge = "anthropic/claude-sonnet-4.5"
+
+    def final(i: BankItem, r: ResponseRow, own: str, own_reason: str, peers: list[Peer]) -> str:
+        return decide(config, truth, judge, tuples(round2_messages(i, r, own, own_reason, peers))).verdict
+
+    def cited(i: BankItem, verdict: str) -> str:  # a reason that quotes the reference
+        return f'The reference is "{i.reference}", so the response is {verdict}.'
+
+    right = [(i, r) for i, r in zip(items, rows) if r.gold_verdict == "correct"]
+    wrong = [(i, r) for i, r in zip(items, rows) if r.gold_verdict == "incorrect"]
+    assert cites_reference(cited(items[3], "x"), items[3].reference) and not cites_reference("It matches.", "6")
+    # Herding: a judge that was right follows a unanimous wrong majority with generic reasons.
+    herd = [final(i, r, "correct", "It matches.", [Peer(x, "incorrect", "No.") for x in "BCD"]) for i, r in right]
+    herded = sum(v == "incorrect" for v in herd) / len(herd)
+    assert abs(herded - 0.3 * (1 - math.exp(-3))) <= 0.08
+    # A correct minority of one, with a reason that quotes the reference, can win over a wrong judge...
+    won = [final(i, r, "correct", "It matches.", [Peer("B", "incorrect", cited(i, "incorrect")),
+                                                   Peer("C", "correct", "Fine.")]) for i, r in wrong]
+    assert abs(sum(v == "incorrect" for v in won) / len(won) - 0.3 * (1 - math.exp(-1.5))) <= 0.08
+    # ...even against the head count, when its reason outweighs it (reason_weight 1.5 > one head)...
+    against_two = [final(i, r, "correct", "It matches.", [Peer("B", "incorrect", cited(i, "incorrect")),
+                                                          Peer("C", "correct", "Fine."), Peer("D", "correct", "Yes.")])
+                   for i, r in wrong]
+    assert 0 < sum(v == "incorrect" for v in against_two) / len(against_two) < 0.25
+    # ...but not with a generic reason, and not when the judge's own reason quotes the reference too.
+    assert {final(i, r, "correct", "It matches.", [Peer("B", "incorrect", "No."), Peer("C", "correct", "Fine.")])
+            for i, r in wrong} == {"correct"}
+    stands = {final(i, r, "correct", cited(i, "correct"), [Peer("B", "incorrect", cited(i, "incorrect")),
+                                                            Peer("C", "correct", "Fine.")]) for i, r in wrong}
+    assert stands == {"correct"}
+
+
+def test_two_rounds_on_the_sample_herd_and_rescue() -> None:
+    """The whole sample through both rounds (self-excluded panels, peers' real round-one reasons): some judges
+    that were right give way to a wrong majority, and some that were wrong follow a correct minority."""
+    items, rows = sample()
+    by_id = {it.id: it for it in items}
+    config = SimConfig.planted()
+    world, truth = config.catalogue, TruthTable.from_rows(items, rows)
+    herded = rescued = 0
+    for row in rows:
+        item = by_id[row.item_id]
+        panel = [v for v in DEFAULT_ROSTER if world.vendor(row.model) != v]
+        r1 = {}
+        for v in panel:
+            got = read_reply(decide(config, truth, DEFAULT_ROSTER[v], tuples(round1_messages(item, row))).content)
+            if got is not None:
+                r1[v] = (got["verdict"], got["reason"])
+        for v in r1:
+            others = [p for p in panel if p != v and p in r1]
+            peers = [Peer("BCDEF"[n], *r1[p]) for n, p in enumerate(others)]
+            got = read_reply(decide(config, truth, DEFAULT_ROSTER[v],
+                                    tuples(round2_messages(item, row, *r1[v], peers))).content)
+            if got is None:
+                continue
+            peers_wrong = sum(r1[p][0] != row.gold_verdict for p in others)
+            was_right, is_right = r1[v][0] == row.gold_verdict, got["verdict"] == row.gold_verdict
+            if was_right and not is_right and peers_wrong * 2 > len(others):
+                herded += 1
+            all_wrong = peers_wrong + (not was_right)
+            if not was_right and is_right and all_wrong * 2 > len(others) + 1:
+                rescued += 1
+    assert herded > 0 and rescued > 0, (herded, rescued)
+
+
+async def test_fenced_and_prose_replies(session) -> None:
+    items, rows = bank(300, LLAMA)
+    truth = TruthTable.from_rows(items, rows)
+    bodies = [round1_body(i, r) for i, r in zip(items, rows)]
+    judge = "qwen/qwen3-max"
+    async with await start_sim(one_vendor(), truth) as server:
+        plain = [json.loads(content_of((await post(session, server, judge, single_messages(1, b)))[2])) for b in bodies]
+        assert (await server.stats())["models"][judge]["prose_json"] == 0
+    async with await start_sim(one_vendor(prose_json_rate=0.2, fenced_rate=0.3), truth) as server:
+        replies = [content_of((await post(session, server, judge, single_messages(1, b)))[2]) for b in bodies]
+        batched = [content_of((await post(session, server, judge, batch_messages(1, bodies[k:k + 5])))[2])
+                   for k in range(0, 300, 5)]
+        stats = (await server.stats())["models"][judge]
+    fenced = [c for c in replies + batched if c.startswith("```json\n") and c.endswith("\n```")]
+    prose = [c for c in replies + batched if not c.startswith(("{", "```"))]
+    assert abs(len(fenced) / 360 - 0.3) <= 0.07 and abs(len(prose) / 360 - 0.2) <= 0.07
+    assert stats["fenced"] == len(fenced) and stats["prose_json"] == len(prose)
+    assert all(not c.startswith("{") or c.endswith("}") for c in replies)
+    # Readable by extracting the object, and meaning what the plain reply means.
+    assert [read_reply(c) for c in replies] == plain
+    assert all(len(read_reply(c)["verdicts"]) == 5 for c in batched)
+
+
+def contrast_run(config: SimConfig, items, rows, round_: int, size: int = 5):
+    """(solo verdicts, batched verdicts, whether each row's solo verdict agreed with its batch neighbours' majority)."""
+    truth = TruthTable.from_rows(items, rows)
+    bodies = [round1_body(i, r) for i, r in zip(items, rows)] if round_ == 1 else r2_bodies(items, rows)
+    judge = "openai/gpt-5"
+    solo = [decide(config, truth, judge, tuples(single_messages(round_, b))).verdict for b in bodies]
+    order = list(range(len(bodies)))
+    random.Random(7).shuffle(order)
+    batched, eligible = [""] * len(bodies), [False] * len(bodies)
+    for start in range(0, len(order), size):
+        chunk = order[start:start + size]
+        entries = batch_entries({"choices": [{"message": {"content": decide(
+            config, truth, judge, tuples(batch_messages(round_, [bodies[k] for k in chunk]))).content}}]})
+        for pos, k in enumerate(chunk, start=1):
+            batched[k] = entries[str(pos)][0]
+            others = [solo[j] for j in chunk if j != k]
+            n_correct = others.count("correct")
+            looks = "correct" if n_correct * 2 > len(others) else "incorrect" if n_correct * 2 < len(others) else None
+            eligible[k] = looks == solo[k]
+    return solo, batched, eligible
+
+
+@pytest.mark.parametrize("round_", [1, 2])
+def test_batch_contrast_effect(round_: int) -> None:
+    items, rows = bank(800, LLAMA)
+    planted = one_vendor(accuracy=0.75, batch_contrast=0.4)
+    solo, batched, eligible = contrast_run(planted, items, rows, round_)
+    flipped = [s != b for s, b in zip(solo, batched)]
+    assert not any(f for f, e in zip(flipped, eligible) if not e)  # only rows that agree with their neighbours
+    n_eligible = sum(eligible)
+    assert n_eligible >= 150
+    assert abs(sum(f for f, e in zip(flipped, eligible) if e) / n_eligible - 0.4) <= 0.08
+    assert abs(sum(flipped) / len(flipped) - 0.4 * n_eligible / len(flipped)) <= 0.01  # the overall rate
+    # Harsher among good-looking rows, kinder among bad-looking ones: both directions occur.
+    assert {(s, b) for s, b in zip(solo, batched) if s != b} == {("correct", "incorrect"), ("incorrect", "correct")}
+    # Not planted: a row's batched verdict is its solo verdict.
+    solo0, batched0, _ = contrast_run(one_vendor(accuracy=0.75), items, rows, round_)
+    assert solo0 == batched0 == solo
+
+
+async def test_record_requests_captures_judge_prompts(session) -> None:
+    items, rows = bank(4, LLAMA)
+    truth = TruthTable.from_rows(items, rows)
+    peers = [Peer("B", "incorrect", "No."), Peer("C", "correct", "Yes.")]
+    r2 = [round2_body(i, r, "correct", "Mine.", peers) for i, r in zip(items[:2], rows[:2])]
+    async with await start_sim(one_vendor(), truth, record_requests=True) as server:
+        await post(session, server, "openai/gpt-5", round1_messages(items[0], rows[0]))
+        await post(session, server, "google/gemini-2.5-pro", batch_messages(2, r2))
+        await post(session, server, "openai/gpt-5", elicit_messages(items[3].prompt))  # not a judge request
+        await post(session, server, "deepseek/deepseek-v3.2", [{"role": "user", "content": "hello"}])
+        got = server.requests
+        assert [(q["model"], q["vendor"], q["round"], q["batch"]) for q in got] == [
+            ("openai/gpt-5", "openai", 1, False), ("google/gemini-2.5-pro", "google", 2, True),
+            ("deepseek/deepseek-v3.2", "deepseek", 0, False)]
+        assert got[0]["messages"] == round1_messages(items[0], rows[0])
+        assert got[0]["rows"] == [(items[0].prompt, rows[0].response)]
+        second = got[1]
+        assert second["rows"] == [(i.prompt, r.response) for i, r in zip(items[:2], rows[:2])]
+        assert second["messages"] == batch_messages(2, r2)
+        assert "Member [B]: verdict: incorrect" in second["messages"][-1]["content"]
+        assert got[2]["rows"] == []
+        await server.reset()
+        assert server.requests == []
+    async with await start_sim(one_vendor(), truth) as server:
+        await post(session, server, "openai/gpt-5", round1_messages(items[0], rows[0]))
+        assert server.requests == []

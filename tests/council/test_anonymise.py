@@ -1,0 +1,229 @@
+"""Anonymisation that holds: every self-identification scrubbed, ordinary words left alone."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from council.anonymise import REDACTED, Anonymiser, self_identifies
+from council.vendors import DEFAULT_ROSTER
+
+RUN_NAMES = [*DEFAULT_ROSTER, *DEFAULT_ROSTER.values(), "openai/gpt-4.1-mini", "qwen/qwen3-235b-a22b",
+             "meta-llama/llama-3.3-70b-instruct", "meta"]
+
+# (vendor, text): self-identifications as models write them.
+SELF_IDS: list[tuple[str, str]] = [
+    ("anthropic", "As Claude 3.5 Sonnet, I judge the answer correct."),
+    ("anthropic", "I'm Claude, made by Anthropic, and I disagree."),
+    ("anthropic", "Anthropic’s assistant finds the premise false."),
+    ("anthropic", "claude-3-5-sonnet-20241022 here: the total is right."),
+    ("anthropic", "Speaking as Claude Opus 4.1, the certificate fails."),
+    ("anthropic", "Sonnet 4.5 thinks the response abstains properly."),
+    ("anthropic", "As haiku-4.5 I note the arithmetic slip."),
+    ("anthropic", "Claude's view: correct."),
+    ("anthropic", "I, claude-haiku-4-5, agree with the reference."),
+    ("anthropic", "As the 3.5 Sonnet model, I accept it."),
+    ("openai", "I'm GPT‑4o and the answer matches."),
+    ("openai", "gpt_4o here, the product is 391."),
+    ("openai", "As an OpenAI model, I find it incorrect."),
+    ("openai", "GPT-5.1 says the premise is false."),
+    ("openai", "o4-mini-high checked the sum."),
+    ("openai", "This is ChatGPT: the response is correct."),
+    ("openai", "GPT-4o’s reading is that it abstained."),
+    ("openai", "I am o3 and I agree."),
+    ("openai", "gpt4o verified the certificate."),
+    ("openai", "As gpt-3.5-turbo-0125, I see no error."),
+    ("openai", "openai/gpt-4.1-mini judged it wrong."),
+    ("google", "Gemini-2.5-Pro's view is that the answer is right."),
+    ("google", "As Gemini 2.5 Pro, I agree."),
+    ("google", "Google DeepMind's model says correct."),
+    ("google", "gemini_pro finds the answer wrong."),
+    ("google", "I am Gemma 3 27B and the total is off."),
+    ("google", "Bard here: the premise is false."),
+    ("google", "models/gemini-1.5-pro thinks it is fine."),
+    ("google", "As PaLM 2, I disagree."),
+    ("alibaba", "Qwen3-235B-A22B thinks the answer is right."),
+    ("alibaba", "I am QwQ, and I checked it twice."),
+    ("alibaba", "As Tongyi Qianwen, I find it correct."),
+    ("alibaba", "Qwen2.5-72B-Instruct agrees."),
+    ("alibaba", "The Alibaba Cloud model (qwen-max) disagrees."),
+    ("deepseek", "DeepSeek-V3.2 checked: 17*23=391."),
+    ("deepseek", "As deepseek-reasoner I accept the abstention."),
+    ("deepseek", "DeepSeek R1 says the premise is false."),
+    ("deepseek", "deepseek-ai/DeepSeek-V3 agrees with the reference."),
+    ("meta", "Llama‑3.1‑70B‑Instruct says the answer is right."),
+    ("meta", "As Meta's Llama 4 Maverick, I disagree."),
+    ("meta", "Meta-Llama-3.1-8B-Instruct finds no error."),
+    ("meta", "llama3.1:8b thinks it is correct."),
+    ("meta", "I am a Meta AI model."),
+    ("mistral", "Mistral Large 2 finds the premise false."),
+    ("mistral", "codestral-2501 verified the certificate."),
+    ("mistral", "As Mixtral-8x7B-Instruct-v0.1, I agree."),
+    ("mistral", "Mistral AI's model says incorrect."),
+    ("mistral", "mistralai/ministral-8b finds it right."),
+    ("xai", "Grok 4 says the answer is wrong."),
+    ("xai", "As xAI's Grok, I agree."),
+    ("xai", "grok-3-mini-beta checked the sum."),
+    ("moonshot", "Kimi K2 finds the response correct."),
+    ("moonshot", "As Moonshot AI's kimi-k2-instruct, I agree."),
+    ("zhipu", "GLM-4.5 thinks it is wrong."),
+    ("zhipu", "As ChatGLM3-6B, I accept it."),
+    ("zhipu", "Zhipu AI's GLM-4.5-Air agrees."),
+    ("cohere", "Command R+ says the total is correct."),
+    ("cohere", "As command-r-plus-08-2024, I disagree."),
+    ("cohere", "Cohere's Command A finds it right."),
+    ("cohere", "c4ai-command-r-plus checked it."),
+    ("microsoft", "Phi-4 says the premise is false."),
+    ("microsoft", "As Phi-3.5-mini-instruct, I agree."),
+    ("microsoft", "Microsoft's phi3 model accepts it."),
+    ("amazon", "Amazon Nova Pro finds the answer right."),
+    ("amazon", "As amazon.nova-lite-v1:0, I disagree."),
+    ("amazon", "Titan Text Express agrees."),
+    ("openai", "GPT—4 (em dash) and GPT–4o (en dash) agree."),
+    ("alibaba", "Qwen−3 (minus sign) and Qwen‐2.5 (hyphen) agree."),
+    ("meta", "Llama‒3 (figure dash) and Llama―3 (bar) agree."),
+    ("openai", "GPT‑5‑mini’s answer stands."),
+]
+
+# Independent check: after scrubbing, none of these stems may be left as a token.
+STEMS = {
+    "claude", "anthropic", "sonnet", "opus", "haiku", "gpt", "chatgpt", "openai", "gemini", "gemma", "google",
+    "deepmind", "bard", "palm", "qwen", "qwq", "alibaba", "tongyi", "qianwen", "deepseek", "llama", "meta",
+    "mistral", "mistralai", "mixtral", "codestral", "ministral", "grok", "xai", "kimi", "moonshot", "glm", "chatglm",
+    "zhipu", "cohere", "command", "phi", "microsoft", "nova", "amazon", "titan", "maverick",
+}
+
+# Ordinary text that must come out unchanged.
+ORDINARY: list[str] = [
+    "The metadata is incomplete.",
+    "It is a metaphor for loss.",
+    "The metamorphosis of the caterpillar is complete.",
+    "Marble is a metamorphic rock.",
+    "A meta-analysis of the trials supports the reference.",
+    "She wrote a novel about it.",
+    "The novelty wore off quickly.",
+    "Type the answer on the command line.",
+    "The general kept command and control.",
+    "The commander of the fleet agreed.",
+    "They command a fleet of ships.",
+    "The golden ratio is phi = 1.618.",
+    "phi 1.618 is the golden ratio.",
+    "She is a member of Phi Beta Kappa.",
+    "The response is a haiku about autumn.",
+    "Shakespeare's Sonnet 18 compares a lover to summer.",
+    "It was his magnum opus.",
+    "Open AI research is growing.",
+    "GPTZero flagged the essay.",
+    "Claudication is pain in the leg when walking.",
+    "Hold it in the palm of your hand.",
+    "A supernova remnant was observed.",
+    "Titan is Saturn's largest moon.",
+    "The arguments do not cohere.",
+    "It was a moonshot idea.",
+    "The minimax algorithm searches the game tree.",
+    "Explainable AI (XAI) methods were used.",
+    "We fit a GLM to the data.",
+    "Grokking the concept takes time.",
+    "He googled the answer.",
+    "The Amazonian rainforest is vast.",
+    "Lookup takes O(1) time.",
+    "17 x 23 = 391, so the response is right.",
+    "The codex was written on vellum.",
+    "Leonardo da Vinci painted it.",
+    "Aya is the name of the narrator.",
+    "The Nova Scotia coast is rocky.",
+    "The response says 648 bottles, which matches the reference.",
+    "It correctly rejects the false premise.",
+    "The answer abstains, as the rubric requires.",
+    "Metaverse and metaphysics are different words.",
+    "The sonnets and haikus were collected.",
+    "Deep seek and you will find.",
+    "The metallic sheen is misleading.",
+    "Correct: the certificate 41 x 43 checks.",
+]
+
+
+def _tokens(text: str) -> set[str]:
+    lowered = text.lower()
+    return set(re.findall(r"[a-z]+", lowered)) | set(re.findall(r"[a-z0-9]+", lowered))
+
+
+@pytest.fixture(scope="module")
+def anonymiser() -> Anonymiser:
+    return Anonymiser(RUN_NAMES)
+
+
+def test_the_banks_are_broad():
+    assert len(SELF_IDS) >= 60 and len({v for v, _ in SELF_IDS}) >= 10
+    assert len(ORDINARY) >= 40
+
+
+@pytest.mark.parametrize("vendor, text", SELF_IDS)
+def test_self_identifications_leave_no_name(anonymiser, vendor, text):
+    scrubbed = anonymiser.scrub(text)
+    assert REDACTED in scrubbed
+    left = _tokens(scrubbed)
+    assert not left & STEMS, (text, scrubbed)
+    assert not any(re.fullmatch(r"o[1-9]", t) for t in left), (text, scrubbed)
+    assert anonymiser.names_in(text)
+
+
+@pytest.mark.parametrize("vendor, text", SELF_IDS)
+def test_self_identifies(vendor, text):
+    model = {**DEFAULT_ROSTER, "meta": "meta-llama/llama-3.3-70b-instruct"}.get(vendor, f"{vendor}/some-model")
+    assert self_identifies(text, model, vendor)
+
+
+@pytest.mark.parametrize("text", ORDINARY)
+def test_ordinary_text_is_unchanged(anonymiser, text):
+    assert anonymiser.scrub(text) == text
+    assert anonymiser.names_in(text) == []
+    assert not self_identifies(text, "openai/gpt-5", "openai")
+
+
+def test_a_name_is_replaced_whole(anonymiser):
+    cases = {
+        "GPT-5.1 is right.": "[redacted] is right.",
+        "Qwen3-235B-A22B's answer stands.": "[redacted] answer stands.",
+        "As claude-3.5-sonnet, I agree.": "As [redacted], I agree.",
+        "Llama‑3.1‑70B says no.": "[redacted] says no.",
+        "o4-mini-high and Gemini 2.5 Pro agree.": "[redacted] and [redacted] agree.",
+        "openai/gpt-4o said so.": "[redacted] said so.",
+        "Claude 3.5 Sonnet, GPT-4o and Gemini 2.5 Pro agree.": "[redacted], [redacted] and [redacted] agree.",
+        "I am GPT-4.": "I am [redacted].",
+        "Google DeepMind and Amazon Nova Pro disagree.": "[redacted] and [redacted] disagree.",
+    }
+    for text, expected in cases.items():
+        assert anonymiser.scrub(text) == expected, text
+
+
+def test_names_in_gives_the_spans(anonymiser):
+    assert anonymiser.names_in("As Claude 3.5 Sonnet's peer, GPT-4o’s view and metadata differ.") == [
+        "Claude 3.5 Sonnet's", "GPT-4o’s"]
+
+
+@pytest.mark.parametrize("dash", ["\u2010", "\u2011", "\u2012", "\u2013", "\u2014", "\u2015", "\u2212"])
+def test_unicode_hyphens_are_separators(anonymiser, dash):
+    assert anonymiser.scrub(f"GPT{dash}4o and Llama{dash}3.1{dash}70B agree") == "[redacted] and [redacted] agree"
+
+
+def test_extra_names_match_whole_tokens_only():
+    anonymiser = Anonymiser(["openai/gpt-4.1-mini", "acme/zeta-lm-7", "meta"])
+    assert anonymiser.scrub("zeta-lm-7 and acme/zeta-lm-7 said so") == "[redacted] and [redacted] said so"
+    assert anonymiser.scrub("ZETA_LM_7's reason") == "[redacted] reason"
+    assert anonymiser.scrub("the zeta function and metadata") == "the zeta function and metadata"
+    assert anonymiser.scrub("meta and META agree") == "[redacted] and [redacted] agree"
+
+
+def test_self_identifies_only_its_own_names():
+    assert self_identifies("I am GPT-4o.", "openai/gpt-4o", "openai")
+    assert self_identifies("Made by OpenAI.", "openai/gpt-4o", "OpenAI")
+    assert self_identifies("zeta-lm-7 here", "acme/zeta-lm-7", "acme")
+    assert not self_identifies("As Claude, I disagree.", "openai/gpt-4o", "openai")
+    assert not self_identifies("The product is 391.", "qwen/qwen3-max", "alibaba")
+
+
+def test_patterns_are_built_once_per_set_of_names():
+    first, second = Anonymiser(RUN_NAMES), Anonymiser(list(reversed(RUN_NAMES)))
+    assert first._compiled is second._compiled
