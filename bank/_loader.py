@@ -3,6 +3,11 @@
 Each problem is one string ``"{file}:{line}: {field}: {problem}"`` (1-based line; ``field`` is the
 pydantic location joined by ``"."``, or ``"-"`` when the line itself is not a JSON object). A file with
 any problem raises :class:`InputError` carrying all of them, and nothing is returned.
+
+A line that is not UTF-8 is ``file:line: -: invalid UTF-8 at byte N of the line`` (N counted from 1); a
+duplicate is reported on the later line (``id: duplicate of line N``, or ``row_id: ...`` for responses). A
+file that is not JSONL at all (binary data, UTF-16, a JSON array, one object over several lines), or is
+empty, gets one ``file: ...`` problem instead.
 """
 
 from __future__ import annotations
@@ -143,20 +148,109 @@ def _parse(
 
 
 def json_lines(name: str, data: bytes, problems: list[str]) -> Iterator[tuple[int, Any, str | None]]:
-    """(line number, parsed value or None, error or None) for every non-blank line of a JSONL file; an
-    empty file is a problem."""
-    seen_any = False
+    """(line number, parsed value or None, error or None) for every non-blank line of a JSONL file.
+
+    A line that is not valid UTF-8 gets ``invalid UTF-8 at byte N of the line`` (N counts the line's bytes
+    from 1) and one that is not valid JSON ``invalid JSON (... at column N)``. A file of which no line holds a
+    JSON object and that is not JSONL at all (binary data, another encoding, a JSON array, one object over
+    several lines) gets one file-level problem instead of one per line; so does an empty file.
+    """
+    pending: list[tuple[int, Any, str | None]] = []  # the lines before the first one holding an object
+    seen_object = seen_any = False
     for lineno, raw in enumerate(data.split(b"\n"), start=1):
         line = raw.strip()
         if not line:
             continue
         seen_any = True
-        try:
-            yield lineno, orjson.loads(line), None
-        except orjson.JSONDecodeError as exc:
-            yield lineno, None, f"invalid JSON ({exc.msg} at column {exc.colno})"
+        parsed = _json_line(lineno, raw, line)
+        if seen_object:
+            yield parsed
+        elif isinstance(parsed[1], dict):
+            seen_object = True
+            yield from pending
+            pending.clear()
+            yield parsed
+        else:
+            pending.append(parsed)
     if not seen_any:
         problems.append(f"{name}: empty file (no records)")
+        return
+    if pending:
+        whole = not_jsonl(data)
+        if whole is not None:
+            problems.append(f"{name}: {whole}")
+            return
+        yield from pending
+
+
+def _json_line(lineno: int, raw: bytes, line: bytes) -> tuple[int, Any, str | None]:
+    try:
+        return lineno, orjson.loads(line), None
+    except orjson.JSONDecodeError as exc:
+        bad = utf8_error(raw)
+        if bad is not None:
+            return lineno, None, f"invalid UTF-8 at byte {bad} of the line"
+        column = exc.colno + len(raw) - len(raw.lstrip())  # count the leading blanks stripped off
+        return lineno, None, f"invalid JSON ({exc.msg} at column {column})"
+
+
+def utf8_error(data: bytes) -> int | None:
+    """The 1-based position of the first byte of ``data`` that is not valid UTF-8, or None if it all is."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.start + 1
+    return None
+
+
+def utf8_problem(data: bytes) -> tuple[int, str] | None:
+    """(line number, ``invalid UTF-8 at byte N of the line``) for the first invalid byte of a whole file."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line_start = data.rfind(b"\n", 0, exc.start) + 1
+        return data.count(b"\n", 0, exc.start) + 1, f"invalid UTF-8 at byte {exc.start - line_start + 1} of the line"
+    return None
+
+
+_ENCODINGS = ((b"\x00\x00\xfe\xff", "UTF-32"), (b"\xff\xfe\x00\x00", "UTF-32"), (b"\xfe\xff", "UTF-16"),
+              (b"\xff\xfe", "UTF-16"))
+_MAGIC = ((b"\x1f\x8b", "gzip-compressed data"), (b"PK\x03\x04", "a zip archive"), (b"%PDF", "a PDF document"),
+          (b"\x89PNG", "a PNG image"), (b"SQLite format 3\x00", "an SQLite database"), (b"PAR1", "a Parquet file"),
+          (b"\xd0\xcf\x11\xe0", "an Office document"), (b"\x7fELF", "an executable"))
+_TEXT_CONTROLS = frozenset(b"\t\n\r\f\b\x1b")
+
+
+def not_jsonl(data: bytes) -> str | None:
+    """Why ``data`` is not a JSONL file at all, or None when it is text to be judged line by line.
+
+    Asked only of a file none of whose lines holds a JSON object.
+    """
+    for mark, encoding in _ENCODINGS:
+        if data.startswith(mark):
+            return f"not JSONL: the text is encoded as {encoding}; save it as UTF-8"
+    for magic, kind in _MAGIC:
+        if data.startswith(magic):
+            return f"not JSONL: {kind}, not a text file of one JSON object per line"
+    try:
+        whole = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        whole = None
+    else:
+        if isinstance(whole, list):
+            return ("not JSONL: the file is one JSON array; put one JSON object on each line "
+                    "(for example: jq -c '.[]' FILE)")
+        if isinstance(whole, dict):
+            return ("not JSONL: the file is one JSON object spread over several lines; put each object on one line "
+                    "(for example: jq -c . FILE)")
+    sample = data[:65536]
+    if b"\x00" in sample:
+        return "not JSONL: binary data (NUL bytes), not a text file of one JSON object per line"
+    invalid = len(sample) - len(sample.decode("utf-8", "ignore").encode("utf-8"))
+    controls = sum(1 for byte in sample if byte < 0x20 and byte not in _TEXT_CONTROLS)
+    if invalid + controls > 0.3 * len(sample):
+        return "not JSONL: binary data, not a text file of one JSON object per line"
+    return None
 
 
 def _raw_row_id(raw: dict[str, Any]) -> str | None:

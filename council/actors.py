@@ -11,6 +11,7 @@ from council.judge import Judge, JudgeTask
 from council.limiter import Limiter
 from council.quota import Grant, Limits, QuotaLedger, Report
 from council.schema import JudgeCallRecord, MemberSpec
+from council.stop import Stopped
 
 NAMESPACE = "grading-council"
 
@@ -63,8 +64,11 @@ class JudgeActor:
         self._judge = Judge(member, endpoint, params, limiter=limiter, max_batch=settings.max_batch, seed=seed,
                             prices=prices)
 
-    async def grade_batch(self, tasks: list[JudgeTask]) -> list[JudgeCallRecord]:
+    async def grade_batch(self, tasks: list[JudgeTask]) -> list[JudgeCallRecord | BaseException]:
         return await self._judge.grade_batch(tasks)
+
+    def cancel_queued(self) -> int:
+        return self._judge.cancel_queued(Stopped("run stopping"))
 
     async def close(self) -> None:
         await self._judge.close()
@@ -80,7 +84,7 @@ class ElicitorActor:
 
         limiter = Limiter(RayLedger(vendor), f"elicitor:{vendor}:{os.getpid()}", concurrency=settings.concurrency,
                           seed=seed)
-        self._elicitor = Elicitor(endpoint, limiter, max_tokens=max_tokens, prices=prices, seed=seed)
+        self._elicitor = Elicitor(endpoint, limiter, vendor=vendor, max_tokens=max_tokens, prices=prices, seed=seed)
 
     async def elicit_batch(self, tasks: list) -> list:
         return await self._elicitor.elicit_batch(tasks)

@@ -1,11 +1,30 @@
 """The ``council`` command: ``run`` (the shipped sample by default), ``grade`` (any responses file) and
-``sim`` (the embedded provider as a standalone server)."""
+``sim`` (the embedded provider as a standalone server), with ``estimate``, ``loadtest``, ``rescore`` and
+``diff``.
+
+Exit codes (every failure is one short message on stderr, never a traceback):
+
+==== =====================================================================================
+0    done: every row graded (``diff``: the runs are comparable)
+1    an unexpected internal error (its traceback goes to the run's log, not the screen)
+2    bad input or options
+3    stopped by the budget (resumable with a larger ``--budget-usd``)
+4    finished, but some rows are not graded (calls failed after their retries, or refused)
+5    a provider could not be used (unreachable, refused the key, wrong URL or model)
+6    ``diff``: the runs are not comparable
+130  interrupted (Ctrl-C; a second Ctrl-C stops at once) - resumable
+143  terminated (SIGTERM) - resumable
+==== =====================================================================================
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
+import signal
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +37,32 @@ from rich.table import Table
 import bank
 from council import importers, loadtest
 from council.config import CouncilConfig, validation_problems
-from council.errors import ConfigError, CouncilError, InputError
+from council.errors import ConfigError, CouncilError, InputError, ProviderUnavailable
 from council.runner import BACKENDS, RunRequest, RunResult, resume_council, run_council
 from council.scoring import WARN_RATE
+from council.stop import StopControl
+
+EXIT_OK, EXIT_INTERNAL, EXIT_INPUT, EXIT_BUDGET, EXIT_NOT_GRADED, EXIT_PROVIDER, EXIT_NOT_COMPARABLE = 0, 1, 2, 3, 4, 5, 6
+EXIT_SIGNAL = {"interrupt": 128 + signal.SIGINT, "terminate": 128 + signal.SIGTERM}
+# What --resume may change: where and how the calls are made, never what the run is.
+RESUME_MAY_SET = frozenset({"command", "resume", "backend", "budget_usd", "ray_address", "provider_url", "runs_dir"})
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be greater than 0, got {text}")
+    return value
+
+
+def _fraction(text: str) -> float:
+    value = _positive(text)
+    if value > 1:
+        raise argparse.ArgumentTypeError(f"must be a fraction in (0, 1], got {text}")
+    return value
 
 console = Console(stderr=True)
 out = Console()
@@ -44,6 +86,9 @@ def _grading_args(p: argparse.ArgumentParser, *, responses_required: bool) -> No
     p.add_argument("--quorum", type=int, help="valid votes needed for a consensus (default 3)")
     p.add_argument("--no-self-exclusion", action="store_true",
                    help="let a vendor's judge grade its own vendor's models (audits only; recorded in the manifest)")
+    p.add_argument("--no-containment", action="store_true",
+                   help="audit only: send responses and peers' reasons unfenced (the judge-v1 layout), to measure "
+                        "how far planted injections steer judges without containment (recorded in the manifest)")
     p.add_argument("--shadow-self", action="store_true",
                    help="self-preference audit: the excluded own-vendor judge also grades round one (never counted)")
     p.add_argument("--provider-url", help="send every vendor's calls to this OpenAI-compatible base URL (ending in /v1) "
@@ -51,11 +96,11 @@ def _grading_args(p: argparse.ArgumentParser, *, responses_required: bool) -> No
     p.add_argument("--simulate", action="store_true",
                    help="grade with the embedded provider (simulated judges, no real model is asked); the default "
                         "only for the shipped sample")
-    p.add_argument("--batch-audit", type=float, metavar="FRACTION",
+    p.add_argument("--batch-audit", type=_fraction, metavar="FRACTION",
                    help="re-ask this seeded share of batched votes alone and report batched-vs-solo agreement")
     p.add_argument("--ray-address", help="join this Ray cluster instead of starting a local instance")
     p.add_argument("--sim-config", type=Path, help="JSON behaviour file for the embedded provider")
-    p.add_argument("--budget-usd", type=float, help="stop issuing calls before projected spend would exceed this; "
+    p.add_argument("--budget-usd", type=_positive, help="stop issuing calls before projected spend would exceed this; "
                    "the run stays resumable with a larger budget")
     p.add_argument("--reuse-from", action="append", default=[], metavar="RUN_ID",
                    help="serve votes whose request is archived in this earlier run from its archive (repeatable)")
@@ -107,11 +152,15 @@ def council_config(args: argparse.Namespace) -> CouncilConfig:
     if args.shadow_self:
         overrides["shadow_self"] = True
     if args.config:
-        return CouncilConfig.from_file(args.config, **overrides)
-    try:
-        return CouncilConfig(**overrides)
-    except ValidationError as exc:
-        raise ConfigError(f"bad options: {validation_problems(exc)}") from exc
+        config = CouncilConfig.from_file(args.config, **overrides)
+    else:
+        try:
+            config = CouncilConfig(**overrides)
+        except ValidationError as exc:
+            raise ConfigError(f"bad options: {validation_problems(exc)}") from exc
+    if args.no_containment:
+        config = config.model_copy(update={"judge": config.judge.model_copy(update={"containment": False})})
+    return config
 
 
 def provider_url(args: argparse.Namespace) -> str | None:
@@ -154,12 +203,27 @@ def _estimate(args: argparse.Namespace) -> int:
     d = est.as_dict()
     bound = f"{est.t_star_s:.1f} s" if est.t_star_s else "none (no vendor has a limit)"
     out.print(f"requests {d['requests']}, cost ${d['cost_usd']:.4f}, quota lower bound T* = {bound}")
+    if est.unpriced:
+        out.print(f"[yellow]no price[/yellow] for {', '.join(est.unpriced)}: their cost is counted as $0 and "
+                  "--budget-usd will refuse to run until they are priced", highlight=False, soft_wrap=True)
     return 0
+
+
+def _resume_conflicts(args: argparse.Namespace) -> list[str]:
+    """The options given with --resume that would change what the run is (they were fixed when it started)."""
+    defaults = vars(build_parser().parse_args([args.command]))
+    return sorted("--" + k.replace("_", "-") for k, v in vars(args).items()
+                  if k not in RESUME_MAY_SET and v != defaults.get(k))
 
 
 def _grade(args: argparse.Namespace) -> int:
     command = " ".join(["council", *sys.argv[1:]])
     resume = getattr(args, "resume", None)
+    if resume is not None:
+        conflicts = _resume_conflicts(args)
+        if conflicts:
+            raise ConfigError(f"--resume continues run {resume} exactly as it was started; {', '.join(conflicts)} "
+                              f"would change it (start a new run to grade with other settings)")
     imported, skipped = None, []
     config = council_config(args) if resume is None else None
     url = provider_url(args) if resume is None else None
@@ -190,31 +254,79 @@ def _grade(args: argparse.Namespace) -> int:
         hooks: dict[str, Any] = {"on_start": lambda n: progress.update(task, total=n),
                                  "on_row_done": lambda _row: progress.advance(task)}
         if resume is None:
-            result = asyncio.run(run_council(req, **hooks))
+            result = _with_signals(lambda stop: run_council(req, stop=stop, **hooks))
         else:
-            result = asyncio.run(resume_council(
+            result = _with_signals(lambda stop: resume_council(
                 args.runs_dir, resume, backend=args.backend, provider_url=args.provider_url,
-                ray_address=args.ray_address, budget_usd=args.budget_usd, command=command, **hooks))
-    print_result(result)
+                ray_address=args.ray_address, budget_usd=args.budget_usd, command=command, stop=stop, **hooks))
+    return _outcome(result)
+
+
+def _outcome(result: RunResult) -> int:
+    """Print the run's result and say how it ended; the exit code says it too."""
+    if result.summary["rows"] or result.error is None:
+        print_result(result)
+    again = f"council run --resume {result.run_dir.name}"
+    reason = result.stop.reason if result.stop else None
+    if result.error is not None:
+        console.print(f"[red]stopped: a provider cannot be used:[/red] {escape(str(result.error))}. Everything "
+                      f"answered is archived; fix the provider settings, then `{again}`", highlight=False,
+                      soft_wrap=True)
+        return EXIT_PROVIDER
+    if reason in EXIT_SIGNAL:
+        console.print(f"[yellow]stopped ({reason})[/yellow]: {result.not_graded} rows not graded; every answered call "
+                      f"is archived. Continue with `{again}`", highlight=False, soft_wrap=True)
+        return EXIT_SIGNAL[reason]
     if result.stopped_by_budget:
         console.print(f"[yellow]stopped by the budget[/yellow] (${result.budget.spent_usd:.4f} spent, {result.not_graded} "
-                      f"rows not graded); everything is archived: continue with "
-                      f"`council run --resume {result.run_dir.name} --budget-usd LARGER`", highlight=False)
-        return 3
+                      f"rows not graded); everything is archived: continue with `{again} --budget-usd LARGER`",
+                      highlight=False, soft_wrap=True)
+        return EXIT_BUDGET
     if result.not_graded:
-        console.print(f"[red]{result.not_graded} rows not graded[/red] (calls failed after their retries; see "
-                      f"diagnostics); they are not scored. Ask them again with `council run --resume {result.run_dir.name}`",
-                      highlight=False)
-        return 4
-    return 0
+        console.print(f"[red]{result.not_graded} rows not graded[/red] (calls failed after their retries, or rows were "
+                      f"refused; see diagnostics); they are not scored. Ask failed calls again with `{again}`",
+                      highlight=False, soft_wrap=True)
+        return EXIT_NOT_GRADED
+    return EXIT_OK
+
+
+def _with_signals(start: Callable[[StopControl], Awaitable[RunResult]]) -> RunResult:
+    """Run to the end, or to a clean stop: the first Ctrl-C or SIGTERM issues nothing new and lets calls in
+    flight finish (up to the grace period) and be archived; a second one exits at once."""
+    stop = StopControl()
+    received: list[int] = []
+
+    def on_signal(signum: int) -> None:
+        received.append(signum)
+        if len(received) == 1:
+            stop.request("interrupt" if signum == signal.SIGINT else "terminate")
+            console.print(f"[yellow]stopping[/yellow]: no new calls; calls in flight have {stop.grace_s:.0f} s to "
+                          "finish and be archived (press Ctrl-C again to stop at once)", highlight=False)
+            return
+        console.print("[red]stopped at once[/red]: calls in flight are lost; the archive is intact", highlight=False)
+        sys.stderr.flush()
+        os._exit(EXIT_SIGNAL["interrupt" if signum == signal.SIGINT else "terminate"])
+
+    async def main() -> RunResult:
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, on_signal, signum)
+        try:
+            return await start(stop)
+        finally:
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(signum)
+
+    return asyncio.run(main())
 
 
 def _rescore(args: argparse.Namespace) -> int:
     from council.runfolder import RunFolder
     from council.scoring import rescore
 
-    summary = rescore(RunFolder.open(args.runs_dir / args.run_id))
+    summary = rescore(RunFolder.open_run(args.runs_dir, args.run_id))
     out.print(f"rescored {args.run_id}: {summary['rows']} rows, {len(summary['models'])} models")
+    _print_partial(summary)
     _print_warnings(summary)
     return 0
 
@@ -223,14 +335,15 @@ def _diff(args: argparse.Namespace) -> int:
     from council.diff import diff_runs
     from council.runfolder import RunFolder
 
-    d = diff_runs(RunFolder.open(args.runs_dir / args.run_a), RunFolder.open(args.runs_dir / args.run_b))
+    d = diff_runs(RunFolder.open_run(args.runs_dir, args.run_a), RunFolder.open_run(args.runs_dir, args.run_b))
     if args.json:
         out.print_json(data=d)
-        return 0
+        return EXIT_OK if d["comparable"] else EXIT_NOT_COMPARABLE
     if d["comparable"]:
         out.print(f"[green]comparable[/green]: same prompts, rules, data and judges ({d['rows_compared']} rows)")
     else:
-        out.print("[yellow]not comparable[/yellow]: " + ", ".join(m["field"] for m in d["mismatches"]))
+        out.print("[yellow]not comparable[/yellow]: " + ", ".join(m.get("why", m["field"]) for m in d["mismatches"]),
+                  highlight=False, soft_wrap=True)
     table = Table(title="per-model score")
     for col in ("model", d["a"], d["b"], "change"):
         table.add_column(col, justify="left" if col == "model" else "right", no_wrap=True)
@@ -240,7 +353,17 @@ def _diff(args: argparse.Namespace) -> int:
     out.print(f"{len(d['changed_rows'])} row verdicts changed")
     for row in d["changed_rows"][:20]:
         out.print(f"  {row['row_id']}: {row['a']} -> {row['b']}", highlight=False)
-    return 0
+    return EXIT_OK if d["comparable"] else EXIT_NOT_COMPARABLE
+
+
+def _print_partial(s: dict[str, Any]) -> None:
+    """A line saying that a run is partial (and why), since its scores cover only the rows it graded."""
+    if s.get("complete", True):
+        return
+    state = s.get("state", {})
+    why = state.get("reason") or ("still running, or crashed" if state.get("state") == "running" else "rows not graded")
+    out.print(f"[bold yellow]PARTIAL[/bold yellow] run ({why}): {s['not_graded_rows']} of {s['rows_total']} rows not "
+              "graded; scores cover the graded rows only.", highlight=False, soft_wrap=True)
 
 
 def _print_warnings(summary: dict[str, Any]) -> None:
@@ -269,9 +392,7 @@ def print_result(result: RunResult) -> None:
     if s.get("simulated"):
         out.print("[bold yellow]SIMULATED[/bold yellow]: graded by the embedded provider's simulated judges; "
                   "no real model was asked.", highlight=False, soft_wrap=True)
-    if s.get("not_graded_rows"):
-        out.print(f"{s['not_graded_rows']} of {s['rows_total']} rows not graded: left out of every score.",
-                  highlight=False, soft_wrap=True)
+    _print_partial(s)
     _print_rules(s.get("grader_rules"))
     _print_elicitation(s)
     metrics = Table(title="deliberation and agreement", show_header=False)
@@ -362,12 +483,25 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "diff":
             return _diff(args)
         return _sim(args)
+    except ProviderUnavailable as exc:
+        console.print(f"[red]provider unusable:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        return EXIT_PROVIDER
     except CouncilError as exc:
         console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
-        return 2
+        return EXIT_INPUT
+    except ValidationError as exc:
+        console.print(f"[red]error:[/red] {escape(validation_problems(exc))}", highlight=False, soft_wrap=True)
+        return EXIT_INPUT
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/yellow]: records archived so far are in the run folder")
-        return 130
+        return EXIT_SIGNAL["interrupt"]
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, the traceback to the log
+        from council import logs
+
+        logs.get_logger("council.cli").exception("internal_error")
+        console.print(f"[red]internal error:[/red] {type(exc).__name__}: {escape(str(exc))}", highlight=False,
+                      soft_wrap=True)
+        return EXIT_INTERNAL
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ from council.errors import ConfigError
 from council.quota import Limits
 from council.protocol import panel
 from council.schema import MemberSpec
-from council.vendors import DEFAULT_RESERVES, DEFAULT_ROSTER, canonical_vendor, resolve_vendor, vendor_of
+from council.vendors import DEFAULT_RESERVES, DEFAULT_ROSTER, KNOWN_VENDORS, canonical_vendor, resolve_vendor, vendor_of
 
 EMBEDDED_API_KEY = "embedded-provider"  # the embedded provider accepts any bearer token
 
@@ -65,9 +65,17 @@ class Timeouts(_Frozen):
 
 
 class RetryPolicy(_Frozen):
+    """Retries of transient faults, and the vendor's circuit breaker (see :mod:`council.breaker`): it opens
+    after transient failures with no success for ``breaker_window_s`` seconds and at least
+    ``breaker_min_failures`` failed attempts in a row (or at once on a permanent failure), and lets one
+    probe through ``breaker_cooldown_s`` seconds after opening."""
+
     max_attempts: int = Field(default=6, ge=1)
     base_delay_s: float = Field(default=0.25, gt=0)
     max_delay_s: float = Field(default=30.0, gt=0)
+    breaker_window_s: float = Field(default=60.0, ge=0)
+    breaker_min_failures: int = Field(default=10, ge=1)
+    breaker_cooldown_s: float = Field(default=30.0, ge=0)
 
 
 class Endpoint(_Frozen):
@@ -84,6 +92,10 @@ class Endpoint(_Frozen):
     def _url(cls, value: str) -> str:
         if not value.startswith(("http://", "https://")):
             raise ValueError("must start with http:// or https://")
+        parts = urlparse(value)
+        if parts.username or parts.password or parts.query or parts.fragment:
+            raise ValueError("must be a plain base URL: API keys go in the environment variable named by "
+                             "api_key_env (COUNCIL_API_KEY), never in the URL")
         return value.rstrip("/")
 
     def api_key(self) -> str:
@@ -104,6 +116,7 @@ class VendorSettings(_Frozen):
     max_batch: int = Field(default=8, ge=1)
     price_in_per_mtok: float = Field(default=0.0, ge=0.0)
     price_out_per_mtok: float = Field(default=0.0, ge=0.0)
+    context_tokens: int = Field(default=128_000, ge=1024)  # the judge's context window: longer prompts are refused
 
     @property
     def limits(self) -> Limits:
@@ -113,6 +126,7 @@ class VendorSettings(_Frozen):
 class JudgeParams(_Frozen):
     temperature: float = 0.0
     max_tokens: int = Field(default=256, ge=16)
+    containment: bool = True  # audit only (like --no-self-exclusion): False sends the unfenced judge-v1 layout
 
 
 def default_roster() -> list[MemberSpec]:
@@ -130,10 +144,13 @@ class CouncilConfig(_Frozen):
     batch_audit: float = Field(default=0.0, ge=0.0, le=1.0)  # share of batched votes re-asked alone
     seed: int = 0
     judge: JudgeParams = Field(default_factory=JudgeParams)
+    timeouts: Timeouts = Field(default_factory=Timeouts)  # every provider call's per-phase HTTP timeouts
+    retry: RetryPolicy = Field(default_factory=RetryPolicy)  # retries, backoff and the circuit breaker
     rows_in_flight: int = Field(default=1024, ge=1)
     model_prices: dict[str, tuple[float, float]] = Field(default_factory=dict)  # model -> USD per M tokens in/out
     elicit_max_tokens: int = Field(default=512, ge=16)
     budget_usd: float | None = Field(default=None, gt=0)
+    max_response_chars: int = Field(default=100_000, ge=1)  # a longer response is refused, never sent
     bootstrap_resamples: int = Field(default=1000, ge=10)
     selective_penalty: float = Field(default=1.0, ge=0.0)  # a wrong answer's cost in the selective score
     vendors: dict[str, VendorSettings] = Field(default_factory=dict)
@@ -176,6 +193,9 @@ class CouncilConfig(_Frozen):
             if made_by != m.vendor:
                 problems.append(f"seat {m.vendor!r} has judge model {m.judge_model!r}, which is "
                                 + (f"made by {made_by}" if made_by else "of no known vendor (map it with --vendor-map)"))
+        known = {*KNOWN_VENDORS, *self.roster_vendors, *self.vendor_map.values()}
+        for vendor in sorted(set(self.vendors) - known):
+            problems.append(f"vendors: unknown vendor {vendor!r} (vendors are named like {', '.join(self.roster_vendors)})")
         if self.shadow_self and not self.self_exclusion:
             problems.append("--shadow-self audits self-exclusion and cannot be combined with --no-self-exclusion "
                             "(own-vendor votes would be paid twice)")
@@ -190,6 +210,12 @@ class CouncilConfig(_Frozen):
     def roster_vendors(self) -> list[str]:
         """Every seat's vendor, reserves included."""
         return [m.vendor for m in self.roster]
+
+    def unpriced(self, models: list[str] = ()) -> list[str]:
+        """Judge models and models under test with no price (neither their own nor their vendor's)."""
+        seats = [(m.judge_model, m.vendor) for m in self.roster]
+        return [model for model, vendor in [*seats, *((m, self.vendor_of(m)) for m in models)]
+                if self.price_for(model, vendor) == (0.0, 0.0)]
 
     def vendor_of(self, model: str) -> str:
         """The vendor of a model under this run's vendor map (see :func:`council.vendors.vendor_of`)."""

@@ -16,6 +16,7 @@ import hashlib
 from collections.abc import Callable, Iterable, Iterator
 
 from council.budget import Budget, BudgetExhausted
+from council.errors import ProviderUnavailable
 from council.config import CouncilConfig
 from council.judge import JudgeTask
 from council.pools import JudgePool
@@ -23,6 +24,7 @@ from council.anonymise import Anonymiser
 from council.prompts import request_key, round1_body, round2_body, rubric_hash, single_messages
 from council.protocol import eligible_members, peers_for, row_order
 from council.quota import estimate_tokens
+from council.stop import StopControl, Stopped
 from council.schema import BankItem, ElicitedRecord, JudgeCallRecord, MemberSpec, ResponseRow
 from elicitor.prompts import elicit_messages
 
@@ -45,6 +47,8 @@ class Coordinator:
         on_elicited: Callable[[ElicitedRecord], None] | None = None,
         archived_elicited: dict[str, ElicitedRecord] | None = None,
         audited: set[VoteKey] | None = None,
+        stop: StopControl | None = None,
+        on_refused: Callable[[ResponseRow, str], None] | None = None,
     ) -> None:
         self.config = config
         self.items = items
@@ -61,6 +65,10 @@ class Coordinator:
         self.issued = 0
         self.served_from_archive = 0
         self._audited = set(audited or ())  # votes whose batch audit is archived or under way
+        self.stop = stop or StopControl()
+        self._on_refused = on_refused
+        self.abandoned = 0  # rows or answers whose calls were still in flight when the grace period ended
+        self.error: ProviderUnavailable | None = None
         self._audits: set[asyncio.Task[None]] = set()
 
     async def run(self, rows: Iterable[ResponseRow]) -> None:
@@ -92,18 +100,47 @@ class Coordinator:
         return [rows[r] for r in order if r in rows]
 
     async def _work(self, source: Iterator, handle: Callable) -> None:
+        """Run ``handle`` over ``source`` with ``rows_in_flight`` workers until done, or until the budget is
+        exhausted or a stop is requested: then nothing new starts, work in flight gets ``stop.grace_s`` to
+        finish (its records are archived as they return) and whatever is still waiting after that is
+        abandoned. A vendor that cannot be used at all stops the run."""
         async def worker() -> None:
             for thing in source:  # workers share one iterator: each is taken exactly once
-                if self.budget.exhausted:
+                if self.budget.exhausted or self.stop.requested:
                     return
                 try:
                     await handle(thing)
                 except BudgetExhausted:
+                    self.stop.request("budget")
+                    return
+                except Stopped:
+                    return
+                except ProviderUnavailable as exc:
+                    self.error = self.error or exc
+                    self.stop.request("error", str(exc))
                     return
 
-        await asyncio.gather(*(worker() for _ in range(self.config.rows_in_flight)))
+        workers = [asyncio.create_task(worker()) for _ in range(self.config.rows_in_flight)]
+        everything = asyncio.gather(*workers)
+        stopping = asyncio.create_task(self.stop.wait())
+        try:
+            await asyncio.wait({everything, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            if not everything.done():
+                try:
+                    await asyncio.wait_for(asyncio.shield(everything), self.stop.grace_s)
+                except TimeoutError:
+                    self.abandoned = sum(not w.done() for w in workers)
+                    for w in workers:
+                        w.cancel()
+                    await asyncio.gather(*workers, return_exceptions=True)
+            else:
+                everything.result()
+        finally:
+            stopping.cancel()
 
     async def _elicit(self, task) -> ElicitedRecord:  # noqa: ANN001
+        if self.stop.requested:
+            raise Stopped(f"run stopping ({self.stop.reason})")
         vendor = task.vendor
         projected = self._projected(lambda: elicit_messages(task.prompt), self.config.elicit_max_tokens, task.model,
                                     vendor)
@@ -122,14 +159,33 @@ class Coordinator:
         price_in, price_out = self.config.price_for(model, vendor)
         return (estimate_tokens(messages(), 0) * price_in + max_tokens * price_out) / 1e6
 
+    def refusal(self, item: BankItem, row: ResponseRow, members: list[MemberSpec]) -> str | None:
+        """Why a row must not be sent at all: a response over ``max_response_chars``, or a round-two prompt
+        (round one's plus the peers' reasons and the verdict) over some panel member's context window."""
+        limit = self.config.max_response_chars
+        if len(row.response) > limit:
+            return f"response of {len(row.response):,} characters is over max_response_chars ({limit:,})"
+        out = self.config.judge.max_tokens
+        tokens = estimate_tokens(single_messages(1, round1_body(item, row)), out) + len(members) * out
+        for m in members:
+            context = self.config.settings(m.vendor).context_tokens
+            if tokens > context:
+                return f"prompt of about {tokens:,} tokens is over {m.vendor}'s context of {context:,} tokens"
+        return None
+
     async def grade_row(self, row: ResponseRow) -> None:
         item = self.items[row.item_id]
         members = eligible_members(row, self.config.roster, self.config.self_exclusion)
+        refused = self.refusal(item, row, members) if members else None
+        if refused is not None:
+            if self._on_refused is not None:
+                self._on_refused(row, refused)
+            members = []  # never sent; the row is counted as not graded, with its reason
         shadows = ([m for m in self.config.roster if m.vendor == row.vendor and not m.reserve]
                    if self.config.shadow_self else [])
         if members:
             rubric = rubric_hash(item)
-            body = round1_body(item, row)
+            body = round1_body(item, row, contain=self.config.judge.containment)
             first = _settled(await asyncio.gather(
                 *(self._vote(m, row, 1, body, {}, rubric) for m in members),
                 *(self._vote(m, row, 1, body, {}, rubric, shadow=True) for m in shadows),
@@ -141,7 +197,7 @@ class Coordinator:
             for m in members:
                 own = round1[m.vendor]
                 peers, letters = peers_for(m.vendor, order, round1, self._scrub)
-                body2 = round2_body(item, row, own.verdict, own.reason, peers)
+                body2 = round2_body(item, row, own.verdict, own.reason, peers, contain=self.config.judge.containment)
                 second.append(self._vote(m, row, 2, body2, letters, rubric))
             _settled(await asyncio.gather(*second, return_exceptions=True))
         if self._on_row_done is not None:
@@ -174,7 +230,10 @@ class Coordinator:
         return record
 
     async def _ask(self, member: MemberSpec, task: JudgeTask) -> JudgeCallRecord:
-        """One paid call through the pool, its projected cost held against the budget meanwhile."""
+        """One paid call through the pool, its projected cost held against the budget meanwhile; none once
+        the run is stopping."""
+        if self.stop.requested:
+            raise Stopped(f"run stopping ({self.stop.reason})")
         projected = self._projected(lambda: single_messages(task.round, task.body), self.config.judge.max_tokens,
                                     member.judge_model, member.vendor)
         await self.budget.reserve(projected)
@@ -203,8 +262,8 @@ class Coordinator:
         async def audit() -> None:
             try:
                 solo = await self._ask(member, task)
-            except BudgetExhausted:
-                return
+            except (BudgetExhausted, Stopped, ProviderUnavailable):
+                return  # an audit never stops a run, and is not asked once it is stopping
             self._on_record(solo.model_copy(update={"audit_of": record.request_id}))
 
         job = asyncio.create_task(audit())
@@ -213,7 +272,14 @@ class Coordinator:
 
     async def _finish_audits(self) -> None:
         while self._audits:
-            await asyncio.gather(*list(self._audits))
+            pending = list(self._audits)
+            if self.stop.requested:  # audits in flight get the grace period, like votes
+                _, late = await asyncio.wait(pending, timeout=self.stop.grace_s)
+                for task in late:
+                    task.cancel()
+                await asyncio.gather(*late, return_exceptions=True)
+                return
+            await asyncio.gather(*pending)
 
 
 def audit_sampled(seed: int, key: VoteKey, fraction: float) -> bool:

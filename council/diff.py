@@ -18,6 +18,14 @@ def diff_runs(a: RunFolder, b: RunFolder) -> dict[str, Any]:
         {"field": f, "a": ma.get(f), "b": mb.get(f)} for f in COMPARABLE_FIELDS if ma.get(f) != mb.get(f)
     ]
     sa, sb = a.read_json(SUMMARY), b.read_json(SUMMARY)
+    for name, s in (("a", sa), ("b", sb)):  # a partial run's scores cover only the rows it graded
+        if not s.get("complete", False):
+            state = s.get("state", {})
+            mismatches.append({"field": "complete", "a": sa.get("complete", False), "b": sb.get("complete", False),
+                               "why": f"run {name} is partial ({state.get('state', 'unknown')}"
+                                      f"{', ' + state['reason'] if state.get('reason') else ''}; "
+                                      f"{s.get('not_graded_rows', '?')} rows not graded)"})
+            break
     models = {}
     for model in sorted(set(sa["models"]) | set(sb["models"])):
         x, y = sa["models"].get(model, {}).get("score"), sb["models"].get(model, {}).get("score")

@@ -52,8 +52,22 @@ class MicroBatcher(Generic[T, R]):
                     future.set_exception(exc)
             return
         for result, (_, future) in zip(results, batch, strict=True):
-            if not future.done():
+            if future.done():
+                continue
+            if isinstance(result, BaseException):  # one item's own failure, sent back as a value
+                future.set_exception(result)
+            else:
                 future.set_result(result)
+
+    def cancel_pending(self, exc: BaseException) -> int:
+        """Fail every item not yet sent with ``exc``; batches already sent finish."""
+        cancelled = 0
+        while not self._queue.empty():
+            _, future = self._queue.get_nowait()
+            if not future.done():
+                future.set_exception(exc)
+                cancelled += 1
+        return cancelled
 
     async def close(self) -> None:
         if self._loop_task is not None:

@@ -50,3 +50,8 @@ class RateLimited(ProviderError):
     def __init__(self, message: str, *, retry_after_s: float | None = None, attempts: int = 0) -> None:
         super().__init__(message, status=429, attempts=attempts)
         self.retry_after_s = retry_after_s
+
+
+class ProviderUnavailable(ProviderError):
+    """A vendor cannot be used at all (connection refused, unknown host, 401/403, 404 for a wrong base URL
+    or model), or its circuit breaker is open: retrying will not help, so the run stops."""

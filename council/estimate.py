@@ -44,9 +44,10 @@ class Estimate:
     vendors: list[VendorEstimate]
     rows: int
     t_star_s: float  # 0 when no vendor has a limit
+    unpriced: list[str]  # judge models and models under test with no price: their cost counts as 0
 
     def as_dict(self) -> dict:
-        return {"rows": self.rows, "t_star_s": round(self.t_star_s, 3),
+        return {"rows": self.rows, "t_star_s": round(self.t_star_s, 3), "unpriced": self.unpriced,
                 "requests": sum(v.requests for v in self.vendors),
                 "cost_usd": round(sum(v.cost_usd for v in self.vendors), 6),
                 "vendors": {v.vendor: asdict(v) for v in self.vendors}}
@@ -99,7 +100,8 @@ def estimate(config: CouncilConfig, items: dict[str, BankItem], rows: list[Respo
             sustainable_rpm=round(rate, 3), minutes=round(requests / rate, 4) if rate else 0.0,
             elicit_requests=elicit_requests,
         ))
-    return Estimate(vendors=out, rows=len(rows), t_star_s=60.0 * max((v.minutes for v in out), default=0.0))
+    return Estimate(vendors=out, rows=len(rows), t_star_s=60.0 * max((v.minutes for v in out), default=0.0),
+                    unpriced=config.unpriced(models))
 
 
 def _usd(tokens_in: int, tokens_out: int, price: tuple[float, float]) -> float:

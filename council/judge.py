@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from council.client import ChatClient
 from council.config import Endpoint, JudgeParams
-from council.errors import ProviderError
+from council.errors import ProviderError, ProviderUnavailable
 from council.limiter import Limiter, LocalLedger
 from council.parsing import parse_batch, parse_verdict, read_batch, read_verdict
 from council.prompts import (
@@ -78,7 +78,7 @@ class Judge:
         self.max_batch = max_batch
         self.prices = prices  # USD per million input and output tokens
         self.limiter = limiter or Limiter(LocalLedger(QuotaLedger(Limits())), f"judge:{member.vendor}")
-        self.client = ChatClient(endpoint, seed=seed, limiter=self.limiter)
+        self.client = ChatClient(endpoint, seed=seed, limiter=self.limiter, vendor=member.vendor)
         self._queues: dict[int, deque[tuple[JudgeTask, asyncio.Future[JudgeCallRecord]]]] = {1: deque(), 2: deque()}
         self._work = asyncio.Event()
         self._pump_task: asyncio.Task[None] | None = None
@@ -87,8 +87,20 @@ class Judge:
         self.batch_sizes: dict[int, int] = {}
 
     # -- public --------------------------------------------------------------------------------------------
-    async def grade_batch(self, tasks: list[JudgeTask]) -> list[JudgeCallRecord]:
-        return list(await asyncio.gather(*(self.submit(t) for t in tasks)))
+    async def grade_batch(self, tasks: list[JudgeTask]) -> list[JudgeCallRecord | BaseException]:
+        """Each task's record, or the exception that task ended with (one task's failure is its own)."""
+        return list(await asyncio.gather(*(self.submit(t) for t in tasks), return_exceptions=True))
+
+    def cancel_queued(self, exc: BaseException) -> int:
+        """Fail every vote still queued (not yet sent) with ``exc``; requests already sent finish."""
+        cancelled = 0
+        for queue in self._queues.values():
+            while queue:
+                _, future = queue.popleft()
+                if not future.done():
+                    future.set_exception(exc)
+                    cancelled += 1
+        return cancelled
 
     def submit(self, task: JudgeTask) -> asyncio.Future[JudgeCallRecord]:
         if self._pump_task is None or self._pump_task.done():
@@ -100,9 +112,13 @@ class Judge:
         return future
 
     async def close(self) -> None:
+        """Stop sending and close the session. A request still in flight here was abandoned by the run
+        (its grace period is over): it is cancelled, not waited for."""
         if self._pump_task is not None:
             self._pump_task.cancel()
             await asyncio.gather(self._pump_task, return_exceptions=True)
+        for sending in self._sending:
+            sending.cancel()
         if self._sending:
             await asyncio.gather(*self._sending, return_exceptions=True)
         await self.client.close()
@@ -146,24 +162,52 @@ class Judge:
 
     async def _send(self, batch: list[tuple[JudgeTask, asyncio.Future[JudgeCallRecord]]],
                     request: _Request) -> None:
+        """Ask for a batch and hand each vote its record. A vendor that cannot be used
+        (:class:`ProviderUnavailable`) is never turned into a record: the votes of this batch, and every vote
+        still queued for this judge, get the exception at once."""
         try:
+            if all(future.done() for _, future in batch):  # failed or cancelled while queued: nothing to ask
+                self.limiter.settle(estimate_tokens(request[0], request[1]), 0)
+                return
             tasks = [t for t, _ in batch]
             try:
                 if len(tasks) == 1:
-                    records = [await self._ask_one(tasks[0], request)]
+                    records: list[JudgeCallRecord | ProviderUnavailable] = [await self._ask_one(tasks[0], request)]
                 else:
                     records = await self._ask_many(tasks, request)
+            except ProviderUnavailable as exc:
+                for _, future in batch:
+                    if not future.done():
+                        future.set_exception(exc)
+                self._fail_queued(exc)
+                return
             except Exception as exc:  # never leave a waiting row hanging
                 for _, future in batch:
                     if not future.done():
                         future.set_exception(exc)
                 raise
             self.batch_sizes[len(tasks)] = self.batch_sizes.get(len(tasks), 0) + 1
+            unavailable = None
             for record, (_, future) in zip(records, batch, strict=True):
-                if not future.done():
+                if future.done():
+                    continue
+                if isinstance(record, ProviderUnavailable):
+                    unavailable = record
+                    future.set_exception(record)
+                else:
                     future.set_result(record)
+            if unavailable is not None:
+                self._fail_queued(unavailable)
         finally:
             await self.limiter.release_slot()
+
+    def _fail_queued(self, exc: ProviderUnavailable) -> None:
+        """Every vote still queued fails at once with ``exc``'s cause (the breaker is open: none of them
+        would be sent). The entries stay queued; the pump finds them done and sends nothing for them."""
+        for queue in self._queues.values():
+            for _, future in queue:
+                if not future.done():
+                    future.set_exception(ProviderUnavailable(str(exc), status=exc.status))
 
     # -- one request ---------------------------------------------------------------------------------------
     def _request(self, round_: int, bodies: list[str]) -> _Request:
@@ -197,12 +241,17 @@ class Judge:
                 content = await self._chat(repair_messages(messages, content), max_tokens, fmt, call, False)
                 vote = parse_verdict(content)
                 status = "repaired" if vote else "unparseable"
+        except ProviderUnavailable:
+            raise  # the vendor cannot be used: not a vote, and not archived
         except ProviderError as exc:
             status, call.error, call.attempts = "error", str(exc), call.attempts + exc.attempts
         return self._record(task, vote, status, call, uuid.uuid4().hex, [], call.usage)
 
-    async def _ask_many(self, tasks: list[JudgeTask], request: _Request) -> list[JudgeCallRecord]:
-        """Several rows of one round in one (admitted) request; rows the answer leaves out are asked again alone."""
+    async def _ask_many(self, tasks: list[JudgeTask],
+                        request: _Request) -> list[JudgeCallRecord | ProviderUnavailable]:
+        """Several rows of one round in one (admitted) request; rows the answer leaves out are asked again
+        alone. Raises :class:`ProviderUnavailable` if the request meets an unusable vendor; a row asked again
+        alone that meets one gets the exception in its place (the others keep their records)."""
         call, votes, status = _Call(), None, "ok"
         rows = [t.row_id for t in tasks]
         messages, max_tokens, fmt = request
@@ -212,6 +261,8 @@ class Judge:
             if votes is None:
                 content = await self._chat(repair_messages(messages, content), max_tokens, fmt, call, False)
                 votes, status = parse_batch(content, len(tasks)), "repaired"
+        except ProviderUnavailable:
+            raise
         except ProviderError as exc:
             call.error, call.attempts = str(exc), call.attempts + exc.attempts
         if call.error is not None:
@@ -221,11 +272,14 @@ class Judge:
         request_id = uuid.uuid4().hex
         answered = [k for k in range(1, len(tasks) + 1) if k in votes]
         shares = iter(split_usage(call.usage, max(1, len(answered))))
-        out: list[JudgeCallRecord | None] = [None] * len(tasks)
+        out: list[JudgeCallRecord | ProviderUnavailable | None] = [None] * len(tasks)
         for k in answered:
             out[k - 1] = self._record(tasks[k - 1], votes[k], status, call, request_id, rows, next(shares))
         alone = [i for i, r in enumerate(out) if r is None]
-        for i, record in zip(alone, await asyncio.gather(*(self._ask_one(tasks[i]) for i in alone)), strict=True):
+        again = await asyncio.gather(*(self._ask_one(tasks[i]) for i in alone), return_exceptions=True)
+        for i, record in zip(alone, again, strict=True):
+            if isinstance(record, BaseException) and not isinstance(record, ProviderUnavailable):
+                raise record
             out[i] = record
         return [r for r in out if r is not None]
 

@@ -31,7 +31,7 @@ def _embedded_objects(text: str) -> list[dict]:
     while pos >= 0:
         try:
             value, end = _DECODER.raw_decode(text, pos)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON here, or nested past what Python can parse
             pos = text.find("{", pos + 1)
             continue
         if isinstance(value, dict):
@@ -47,7 +47,7 @@ def _read(content: str | None, shape: Callable[[dict], T | None]) -> tuple[T | N
         return None, "ok"
     try:
         data: Any = orjson.loads(content)
-    except orjson.JSONDecodeError:
+    except orjson.JSONDecodeError:  # orjson also refuses (never overflows on) deep nesting
         data = None
     if isinstance(data, dict):
         return shape(data), "ok"

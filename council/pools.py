@@ -17,6 +17,7 @@ from council.judge import Judge, JudgeTask
 from council.limiter import Limiter, LocalLedger
 from council.quota import QuotaLedger
 from council.schema import ElicitedRecord, JudgeCallRecord
+from council.stop import Stopped
 
 
 class JudgePool(Protocol):
@@ -27,6 +28,8 @@ class JudgePool(Protocol):
     def elicit(self, vendor: str, task) -> asyncio.Future[ElicitedRecord]: ...  # noqa: ANN001 - an ElicitTask
 
     async def quota_stats(self) -> dict[str, dict]: ...
+
+    async def cancel_queued(self) -> int: ...  # fail votes not yet sent with Stopped; sent ones finish
 
     async def close(self) -> None: ...
 
@@ -62,7 +65,7 @@ class LocalPool:
             for m in config.roster
         }
         self.elicitors = {
-            v: Elicitor(endpoints[v], limiters[v], max_tokens=config.elicit_max_tokens,
+            v: Elicitor(endpoints[v], limiters[v], vendor=v, max_tokens=config.elicit_max_tokens,
                         prices=_model_prices(config, models, v), seed=config.seed)
             for v in dict.fromkeys(config.vendor_of(m) for m in models)
         }
@@ -75,6 +78,9 @@ class LocalPool:
 
     async def quota_stats(self) -> dict[str, dict]:
         return {v: ledger.report() for v, ledger in self.ledgers.items()}
+
+    async def cancel_queued(self) -> int:
+        return sum(judge.cancel_queued(Stopped("run stopping")) for judge in self.judges.values())
 
     async def close(self) -> None:
         for worker in [*self.judges.values(), *self.elicitors.values()]:
@@ -121,6 +127,11 @@ class RayPool:
 
     async def quota_stats(self) -> dict[str, dict]:
         return {v: await actor.stats.remote() for v, actor in self.quotas.items()}
+
+    async def cancel_queued(self) -> int:
+        stopped = Stopped("run stopping")
+        local = sum(b.cancel_pending(stopped) for b in self._judge_batchers.values())
+        return local + sum(await asyncio.gather(*(a.cancel_queued.remote() for a in self.actors.values())))
 
     async def close(self) -> None:
         import ray

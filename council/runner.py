@@ -11,6 +11,7 @@ again with the archived votes: a vote whose result is archived is never asked ag
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import secrets
 import sys
@@ -20,17 +21,20 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from bank import dataset_fingerprint, load_bank, load_responses, responses_fingerprint
 from council import logs
 from council.budget import Budget
-from council.config import CouncilConfig, Endpoint
+from council.config import CouncilConfig, Endpoint, validation_problems
 from council.coordinator import Coordinator, VoteKey
-from council.errors import ConfigError, RunFolderError
+from council.errors import ConfigError, ProviderUnavailable, RunFolderError
 from council.prompts import PROMPT_HASHES, PROMPT_VERSION
 from council.protocol import METHODOLOGY_VERSION
 from council.runfolder import ITEMS, MANIFEST, ROWS, RunFolder, dump_json, read_jsonl
 from council.schema import BankItem, ElicitedRecord, JudgeCallRecord, ResponseRow, ResumeEntry, RunManifest
 from council.scoring import rescore
+from council.stop import StopControl
 from elicitor import ElicitTask, elicit_key
 from elicitor.prompts import ELICIT_HASH, ELICIT_VERSION
 
@@ -64,10 +68,17 @@ class RunResult:
     issued: int = 0
     served_from_archive: int = 0
     budget: Budget | None = None
+    stop: StopControl | None = None
+    error: ProviderUnavailable | None = None  # the vendor that could not be used, when that stopped the run
 
     @property
     def stopped_by_budget(self) -> bool:
         return bool(self.budget and self.budget.exhausted)
+
+    @property
+    def complete(self) -> bool:
+        """Every row graded: the run finished and no row lacks a panel's votes."""
+        return bool(self.summary["complete"])
 
     @property
     def not_graded(self) -> int:
@@ -101,9 +112,13 @@ async def run_council(
     *,
     on_start: Callable[[int], None] | None = None,
     on_row_done: Callable[[ResponseRow], None] | None = None,
+    stop: StopControl | None = None,
 ) -> RunResult:
     if req.backend not in BACKENDS:
         raise ConfigError(f"unknown backend {req.backend!r}; choose one of {', '.join(BACKENDS)}")
+    check_budget(req.config, req.models)
+    if req.provider_url is not None:
+        provider_endpoint(req.provider_url)  # a bad URL is refused before anything is written
     items = load_bank(req.bank)
     rows = ([] if req.models else req.rows if req.rows is not None
             else load_responses(req.responses, items, vendor_map=req.config.vendor_map))
@@ -128,7 +143,7 @@ async def run_council(
     folder.write_lines(ROWS, rows)
     return await _drive(folder, manifest, items, rows, req.config, archived={}, reusable=reusable,
                         backend=req.backend, provider_url=req.provider_url, ray_address=req.ray_address,
-                        hooks=(on_start, on_row_done), elicited={}, audited=set())
+                        hooks=(on_start, on_row_done), elicited={}, audited=set(), stop=stop)
 
 
 async def resume_council(
@@ -142,9 +157,10 @@ async def resume_council(
     command: str = "run --resume",
     on_start: Callable[[int], None] | None = None,
     on_row_done: Callable[[ResponseRow], None] | None = None,
+    stop: StopControl | None = None,
 ) -> RunResult:
     """Continue ``run_id`` from its archive, with the configuration it was started with."""
-    folder = RunFolder.open(Path(runs_dir) / run_id)
+    folder = RunFolder.open_run(Path(runs_dir), run_id)
     manifest = RunManifest.model_validate(folder.read_json(MANIFEST))
     items = read_jsonl(folder.path / ITEMS, BankItem)
     folder.drop_torn_tails()
@@ -163,6 +179,7 @@ async def resume_council(
     config = CouncilConfig.model_validate(manifest.config)
     if budget_usd is not None:
         config = config.model_copy(update={"budget_usd": budget_usd})
+        check_budget(config, manifest.models)
     backend = backend or manifest.backend
     if provider_url and manifest.simulated:
         raise ConfigError(f"run {run_id} was graded by the embedded provider (simulated); resume it without "
@@ -175,16 +192,18 @@ async def resume_council(
     audited = {(r.row_id, r.member, r.round) for r in folder.read_audit()}
     return await _drive(folder, manifest, items, rows, config, archived=archived, reusable=reusable,
                         backend=backend, provider_url=provider_url, ray_address=ray_address,
-                        hooks=(on_start, on_row_done), elicited=elicited, audited=audited)
+                        hooks=(on_start, on_row_done), elicited=elicited, audited=audited, stop=stop)
 
 
 async def _drive(
     folder: RunFolder, manifest: RunManifest, items: list[BankItem], rows: list[ResponseRow], config: CouncilConfig,
     *, archived: dict[VoteKey, JudgeCallRecord], reusable: dict[str, tuple[str, JudgeCallRecord]], backend: str,
     provider_url: str | None, ray_address: str | None, hooks: ProgressHooks,
-    elicited: dict[str, ElicitedRecord], audited: set[VoteKey],
+    elicited: dict[str, ElicitedRecord], audited: set[VoteKey], stop: StopControl | None,
 ) -> RunResult:
     on_start, on_row_done = hooks
+    stop = stop or StopControl()
+    folder.write_state("running")
     logs.configure(folder.path / "log.jsonl")
     log = logs.get_logger("council.run").bind(run_id=folder.path.name)
     sim = None
@@ -196,7 +215,7 @@ async def _drive(
         prime(sim_config, truth, manifest.models)  # a resumed run's earlier answers keep their truth
         sim = await start_sim(sim_config, truth)
         provider_url = sim.url
-    endpoint = Endpoint(base_url=provider_url)
+    endpoint = provider_endpoint(provider_url, config)
     models = manifest.models
     endpoints = {v: endpoint for v in [*config.roster_vendors, *(config.vendor_of(m) for m in models)]}
     log.info("run.start", rows=len(rows), backend=backend, provider="embedded" if sim else provider_url,
@@ -212,6 +231,7 @@ async def _drive(
         from council.pools import LocalPool
 
         pool = LocalPool(config, endpoints, models)
+    stop.on_request(lambda: asyncio.ensure_future(pool.cancel_queued()))  # queued votes are never sent
 
     tasks = [ElicitTask(row_id=f"{i.id}::{m}", item_id=i.id, model=m, vendor=config.vendor_of(m), prompt=i.prompt,
                         request_key=elicit_key(m, i.prompt, config.elicit_max_tokens))
@@ -222,10 +242,19 @@ async def _drive(
     budget = Budget(config.budget_usd, spent_usd=archived_cost)
     started = dt.datetime.now(dt.UTC)
     stats = None
+    refused = folder.read_refused()
+
+    def refuse(row: ResponseRow, reason: str) -> None:
+        if row.row_id not in refused:
+            refused[row.row_id] = reason
+            folder.refuse(row.row_id, reason)
+            log.warning("row.refused", row_id=row.row_id, reason=reason)
+
     coordinator = Coordinator(
         config, {i.id: i for i in items}, pool, folder.append, on_row_done=on_row_done,
         extra_names=sorted({r.model for r in rows} | {r.vendor for r in rows} | set(models)), archived=archived,
         reusable=reusable, budget=budget, on_elicited=folder.append, archived_elicited=elicited, audited=audited,
+        stop=stop, on_refused=refuse,
     )
     try:
         if models:
@@ -242,13 +271,39 @@ async def _drive(
             folder.write_bytes("provider_stats.json", dump_json(stats))
             await sim.close()
     seconds = (dt.datetime.now(dt.UTC) - started).total_seconds()
+    if stop.requested:
+        folder.write_state("stopped", stop.reason, stop.detail, abandoned=coordinator.abandoned)
+    else:  # every row was taken through; some may still lack votes (failed calls, refused rows)
+        folder.write_state("finished")
     summary = rescore(folder)
     log.info("run.done", seconds=round(seconds, 3), rows=len(rows), issued=coordinator.issued,
              served_from_archive=coordinator.served_from_archive, spent_usd=round(budget.spent_usd, 6),
-             stopped_by_budget=budget.exhausted)
+             state=summary["state"]["state"], reason=stop.reason, abandoned=coordinator.abandoned)
     logs.configure(None)
     return RunResult(run_dir=folder.path, summary=summary, seconds=seconds, provider_stats=stats,
-                     issued=coordinator.issued, served_from_archive=coordinator.served_from_archive, budget=budget)
+                     issued=coordinator.issued, served_from_archive=coordinator.served_from_archive, budget=budget,
+                     stop=stop, error=coordinator.error)
+
+
+def provider_endpoint(url: str, config: CouncilConfig | None = None) -> Endpoint:
+    """The endpoint of ``--provider-url`` with the run's timeouts and retry policy, or ConfigError (a URL
+    carrying credentials is refused)."""
+    config = config or CouncilConfig()
+    try:
+        return Endpoint(base_url=url, timeouts=config.timeouts, retry=config.retry)
+    except ValidationError as exc:
+        raise ConfigError(f"--provider-url {validation_problems(exc)}") from None
+
+
+def check_budget(config: CouncilConfig, models: list[str]) -> None:
+    """A budget is only a bound if every call has a price: refuse one with unpriced judges or models."""
+    if config.budget_usd is None:
+        return
+    unpriced = config.unpriced(models)
+    if unpriced:
+        raise ConfigError(f"--budget-usd needs a price for every judge and model under test; no price for: "
+                          f"{', '.join(unpriced)} (set vendors.<vendor>.price_in_per_mtok / price_out_per_mtok or "
+                          f"model_prices in --config)")
 
 
 def _sim_config(req: RunRequest) -> dict[str, Any]:
@@ -262,7 +317,7 @@ def _reusable(runs_dir: Path, run_ids: list[str]) -> dict[str, tuple[str, JudgeC
     """Archived votes of other runs by request key (errors are not results and are not re-used)."""
     out: dict[str, tuple[str, JudgeCallRecord]] = {}
     for run_id in run_ids:
-        folder = RunFolder.open(Path(runs_dir) / run_id)
+        folder = RunFolder.open_run(Path(runs_dir), run_id)
         for record in folder.read_records(1) + folder.read_records(2):
             if record.parse_status != "error" and record.request_key:
                 out.setdefault(record.request_key, (run_id, record))

@@ -84,7 +84,7 @@ class ResponseRow(_Strict):
                         raise ValidationError.from_exception_data(cls.__name__, [InitErrorDetails(
                             type=PydanticCustomError("vendor", "{reason}", {"reason": str(exc)}),
                             loc=(field,), input=data.get(field))]) from None
-                if not data.get("row_id") and isinstance(data.get("item_id"), str):
+                if data.get("row_id") in (None, "") and isinstance(data.get("item_id"), str):
                     data["row_id"] = f"{data['item_id']}::{model}"
         return data
 

@@ -21,7 +21,8 @@ WARN_RATE = 0.02  # a diagnostic above this share of votes (or rows) is printed 
 
 
 def score(a: VoteArrays, quorum: int, run_id: str, *, seed: int = 0, resamples: int = 1000,
-          penalty: float = 1.0, simulated: bool = False) -> tuple[list[RowVerdict], dict[str, Any]]:
+          penalty: float = 1.0, simulated: bool = False, refused: frozenset[str] = frozenset()
+          ) -> tuple[list[RowVerdict], dict[str, Any]]:
     """Verdicts of every row and the summary. Rows not graded (a panel member without a result in some
     round: budget, interrupt, provider failure) get no consensus and are left out of every score."""
     full = a
@@ -29,7 +30,7 @@ def score(a: VoteArrays, quorum: int, run_id: str, *, seed: int = 0, resamples: 
     tallied = agg.tally_rounds(a.votes)  # one count of the votes serves every metric below
     cons = agg.consensus(a.votes, quorum=quorum, tally=tallied)
     position = np.cumsum(full.graded) - 1  # a graded row's index among the graded rows
-    verdicts = [_row_verdict(i, full, cons, int(position[i]) if full.graded[i] else None)
+    verdicts = [_row_verdict(i, full, cons, int(position[i]) if full.graded[i] else None, refused)
                 for i in range(len(full.row_ids))]
     n_models = len(a.models)
     s2, counts = agg.group_scores(cons.verdict[:, 1], a.model, n_models)
@@ -166,7 +167,7 @@ def _panels(a: VoteArrays) -> dict[str, Any]:
             "reserve_rows": int(a.eligible[:, a.reserve].any(axis=1).sum()), "sizes_differ": len(by_size) > 1}
 
 
-def _row_verdict(i: int, a: VoteArrays, cons: agg.Consensus, k: int | None) -> RowVerdict:
+def _row_verdict(i: int, a: VoteArrays, cons: agg.Consensus, k: int | None, refused: frozenset[str]) -> RowVerdict:
     """Row ``i`` of ``a``; ``k`` is its index in ``cons`` (None: the row was not graded)."""
     cols = np.flatnonzero(a.eligible[i])
     names = [a.members[j] for j in cols]
@@ -174,6 +175,8 @@ def _row_verdict(i: int, a: VoteArrays, cons: agg.Consensus, k: int | None) -> R
     flags = []
     if k is None:
         flags.append("not_graded")
+        if a.row_ids[i] in refused:
+            flags.append("refused")
     else:
         for r, suffix in ((1, ""), (0, "_round1")):
             if cons.no_quorum[k, r]:
@@ -231,9 +234,18 @@ def rescore(folder: RunFolder) -> dict[str, Any]:
     """Rebuild ``verdicts.jsonl`` and ``summary.json`` from the archived rows and judge-call records."""
     manifest, arrays = load_arrays(folder)
     config = manifest.config
+    refused = folder.read_refused()
     verdicts, summary = score(arrays, manifest.quorum, manifest.run_id, seed=manifest.seed,
                               resamples=config.get("bootstrap_resamples", 1000),
-                              penalty=config.get("selective_penalty", 1.0), simulated=manifest.simulated)
+                              penalty=config.get("selective_penalty", 1.0), simulated=manifest.simulated,
+                              refused=frozenset(refused))
+    state = folder.read_state()
+    summary["state"] = state
+    summary["complete"] = state["state"] == "finished" and not summary["not_graded_rows"]
+    summary["refused_rows"] = len(refused)
+    if refused:
+        summary["diagnostics"]["warnings"].append(
+            f"{len(refused)} rows refused before any call (e.g. {next(iter(refused.values()))})")
     elicited = folder.read_elicited()
     if elicited:
         summary["elicitation"] = elicitation(elicited)

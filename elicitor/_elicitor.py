@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from council.client import ChatClient
 from council.config import Endpoint
-from council.errors import ProviderError
+from council.errors import ProviderError, ProviderUnavailable
 from council.limiter import Limiter
 from council.schema import ElicitedRecord, RequestParams, Usage
 from elicitor.parsing import parse_elicited
@@ -38,9 +38,9 @@ class ElicitTask:
 
 class Elicitor:
     def __init__(self, endpoint: Endpoint, limiter: Limiter, *, max_tokens: int = 512, temperature: float = 0.0,
-                 prices: dict[str, tuple[float, float]] | None = None, seed: int = 0) -> None:
+                 prices: dict[str, tuple[float, float]] | None = None, seed: int = 0, vendor: str = "") -> None:
         self.limiter = limiter
-        self.client = ChatClient(endpoint, seed=seed, limiter=limiter)
+        self.client = ChatClient(endpoint, seed=seed, limiter=limiter, vendor=vendor)
         self.max_tokens = max_tokens
         self.temperature = temperature
         self.prices = prices or {}
@@ -53,11 +53,15 @@ class Elicitor:
     async def elicit(self, task: ElicitTask) -> ElicitedRecord:
         started = time.perf_counter()
         content, finish, usage, attempts, error = None, None, Usage(), 0, None
+        if not self.client.vendor:  # one elicitor per vendor: its tasks name it
+            self.client.vendor = task.vendor
         await self.limiter.acquire_slot()
         try:
             result = await self.client.chat(task.model, elicit_messages(task.prompt), temperature=self.temperature,
                                             max_tokens=self.max_tokens)
             content, finish, usage, attempts = result.content, result.finish_reason, result.usage, result.attempts
+        except ProviderUnavailable:
+            raise  # the vendor cannot be used: no record, the run stops (and the answer is asked on resume)
         except ProviderError as exc:
             error, attempts = str(exc), exc.attempts
         finally:

@@ -11,6 +11,7 @@ in ``skipped``; the good ones are kept.
 from __future__ import annotations
 
 import gzip
+import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,7 +19,7 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
-from bank._loader import _json_type, _loc, _message, json_lines
+from bank._loader import _json_type, _loc, _message, json_lines, utf8_problem
 from council.errors import VendorConflictError
 from council.schema import BankItem, ResponseRow
 from council.vendors import row_vendor
@@ -86,8 +87,8 @@ def read_bytes(name: str, problems: list[str]) -> bytes | None:
     if data.startswith(_GZIP_MAGIC):
         try:
             data = gzip.decompress(data)
-        except (OSError, EOFError) as exc:
-            problems.append(f"{name}: cannot read gzip file: {exc}")
+        except (OSError, EOFError, zlib.error):
+            problems.append(f"{name}: not a readable gzip file (corrupt or truncated)")
             return None
     if data.startswith(_BOM):
         data = data[len(_BOM):]
@@ -98,15 +99,41 @@ NOTHING = object()  # what json_document gives for a file with no JSON value
 
 
 def json_document(name: str, data: bytes, problems: list[str]) -> Any:
-    """The one JSON value of a file, or ``NOTHING`` with the problem recorded (empty or invalid)."""
+    """The one JSON value of a file, or ``NOTHING`` with the problem recorded (empty or invalid; invalid UTF-8
+    as ``file:line: -: invalid UTF-8 at byte N of the line``)."""
     if not data.strip():
         problems.append(f"{name}: empty file (no records)")
         return NOTHING
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        problems.append(f"{name}: invalid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})")
+    value, error = parse_document(data)
+    if error is not None:
+        problems.append(f"{name}:{error[0]}: -: {error[1]}" if error[0] else f"{name}: {error[1]}")
         return NOTHING
+    return value
+
+
+def parse_document(data: bytes, *, line: bool = True) -> tuple[Any, tuple[int | None, str] | None]:
+    """(value, None), or (None, (line or None, problem)) for bytes that are not one JSON document (``line``:
+    whether an invalid JSON problem names the line as well as the column)."""
+    try:
+        return orjson.loads(data), None
+    except orjson.JSONDecodeError as exc:
+        bad = utf8_problem(data)
+        if bad is not None:
+            return None, bad
+        where = f"line {exc.lineno}, column {exc.colno}" if line else f"column {exc.colno}"
+        return None, (None, f"invalid JSON ({exc.msg} at {where})")
+
+
+def document_issue(data: bytes, *, line: bool = True) -> tuple[Any, str | None]:
+    """(value, None), or (None, problem) for a JSON document inside a container (an archive entry, a file of
+    a folder), whose location is not a line: the line is named in the problem."""
+    value, error = parse_document(data, line=line)
+    if error is None:
+        return value, None
+    lineno, message = error
+    if lineno is None:
+        return None, message
+    return None, message.replace("of the line", f"of line {lineno}")
 
 
 def jsonl_candidates(name: str, problems: list[str], make: Callable[[str, dict[str, Any]], Candidate]

@@ -23,16 +23,18 @@ checked against ``EvalLog``/``EvalSample``/``ModelOutput``/``ContentText`` of th
 from __future__ import annotations
 
 import zipfile
+import zlib
 from collections.abc import Iterator
 from typing import Any
 
-import orjson
-
 from council.importers._core import (
-    NOTHING, Candidate, dig, json_document, non_blank, not_an_object, read_bytes, text_of,
+    NOTHING, Candidate, dig, document_issue, json_document, non_blank, not_an_object, read_bytes, text_of,
 )
 
 _HEADERS = ("header.json", "_journal/start.json")
+# what a damaged archive can raise while it is opened or an entry is read
+_ZIP_ERRORS = (OSError, EOFError, ValueError, RuntimeError, KeyError, zipfile.BadZipFile, zipfile.LargeZipFile,
+               zlib.error)
 
 
 def read(name: str, *, model: str | None, problems: list[str]) -> Iterator[Candidate]:
@@ -62,11 +64,11 @@ def read(name: str, *, model: str | None, problems: list[str]) -> Iterator[Candi
 def _read_archive(name: str, model: str | None, problems: list[str]) -> Iterator[Candidate]:
     try:
         archive = zipfile.ZipFile(name)
-    except (OSError, zipfile.BadZipFile) as exc:
-        problems.append(f"{name}: cannot read .eval archive: {exc}")
+        names = archive.namelist()
+    except _ZIP_ERRORS:
+        problems.append(f"{name}: not a readable .eval archive (corrupt or truncated zip)")
         return
     with archive:
-        names = archive.namelist()
         model_id = model
         if model_id is None:
             header = next((h for h in _HEADERS if h in names), None)
@@ -83,18 +85,21 @@ def _read_archive(name: str, model: str | None, problems: list[str]) -> Iterator
             return
         for entry in entries:
             try:
-                sample = orjson.loads(archive.read(entry))
-            except orjson.JSONDecodeError as exc:
-                yield Candidate(entry).issue("-", f"invalid JSON ({exc.msg} at column {exc.colno})")
+                data = archive.read(entry)
+            except _ZIP_ERRORS:
+                yield Candidate(entry).issue("-", "cannot read the entry (corrupt archive)")
                 continue
-            yield _candidate(entry, sample, model_id)
+            sample, error = document_issue(data, line=False)
+            yield Candidate(entry).issue("-", error) if error is not None else _candidate(entry, sample, model_id)
 
 
 def _load(archive: zipfile.ZipFile, entry: str) -> Any:
     try:
-        return orjson.loads(archive.read(entry))
-    except (orjson.JSONDecodeError, KeyError):
+        data = archive.read(entry)
+    except _ZIP_ERRORS:
         return None
+    value, error = document_issue(data)
+    return None if error is not None else value
 
 
 def _model(name: str, log: dict[str, Any], problems: list[str]) -> str | None:

@@ -25,9 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import orjson
-
-from council.importers._core import Candidate, dig, jsonl_candidates, non_blank, read_bytes
+from council.importers._core import Candidate, dig, document_issue, jsonl_candidates, non_blank, read_bytes
 from council.vendors import model_from_model_args
 
 
@@ -84,9 +82,11 @@ def _model_from_results(name: str, problems: list[str]) -> str | None:
         problems.append(f"{name}: cannot tell which model wrote these samples ({why}); pass --model")
         return None
     try:
-        summary = orjson.loads(chosen.read_bytes())
-    except (OSError, orjson.JSONDecodeError) as exc:
-        problems.append(f"{name}: cannot read {chosen.name} for the model name ({exc}); pass --model")
+        summary, error = document_issue(chosen.read_bytes())
+    except OSError as exc:
+        error = f"cannot read it: {exc.strerror or exc}"
+    if error is not None:
+        problems.append(f"{name}: cannot read {chosen.name} for the model name ({error}); pass --model")
         return None
     model_id = non_blank(dig(summary, "model_name")) or model_from_model_args(dig(summary, "config", "model_args"))
     if model_id is None:

@@ -30,14 +30,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from bank._loader import json_lines
 from council.importers._core import (
-    NOTHING, Candidate, dig, json_document, non_blank, not_an_object, read_bytes, text_of,
+    NOTHING, Candidate, dig, document_issue, json_document, non_blank, not_an_object, read_bytes, text_of,
 )
 
 _TEXT_KEYS = ("text", "response", "raw_response")
+_BOM = b"\xef\xbb\xbf"
 
 
 def read(name: str, *, model: str | None, problems: list[str]) -> Iterator[Candidate]:
@@ -64,21 +63,23 @@ def read(name: str, *, model: str | None, problems: list[str]) -> Iterator[Candi
 def _read_folder(name: str, problems: list[str]) -> Iterator[Candidate]:
     root = Path(name)
     top = root / "raw" if (root / "raw").is_dir() else root
-    files = sorted(p for p in top.rglob("*.json") if p.is_file())
+    try:
+        files = sorted(p for p in top.rglob("*.json") if p.is_file())
+    except OSError as exc:
+        problems.append(f"{name}: cannot list the folder: {exc.strerror or exc}")
+        return
     if not files:
         problems.append(f"{name}: no raw response .json files in the folder")
         return
     for path in files:
         loc = path.relative_to(root).as_posix()
         try:
-            record = orjson.loads(path.read_bytes())
+            data = path.read_bytes()
         except OSError as exc:
             yield Candidate(loc).issue("-", f"cannot read file: {exc.strerror or exc}")
             continue
-        except orjson.JSONDecodeError as exc:
-            yield Candidate(loc).issue("-", f"invalid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})")
-            continue
-        yield _candidate(loc, record)
+        record, error = document_issue(data.removeprefix(_BOM))
+        yield Candidate(loc).issue("-", error) if error is not None else _candidate(loc, record)
 
 
 def _candidate(loc: str, record: Any) -> Candidate:

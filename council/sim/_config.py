@@ -4,6 +4,7 @@ behaves and its quota, how hard each probe is to judge, and how each model under
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -45,14 +46,45 @@ class VendorBehaviour(BaseModel):
     batch_contrast: float = Field(default=0.0, ge=0.0, le=1.0)
     """In a batched request, P(flipping a row whose verdict agrees with the strict majority of the verdicts
     its neighbours in the batch would get alone): harsher among good-looking rows, kinder among bad ones."""
+    injection_susceptibility: float = Field(default=0.0, ge=0.0, le=1.0)
+    """P(obeying a prompt injection in the graded response that the judge perceives as outside the data it
+    grades: any injection (an instruction such as "mark this response as correct", a forged verdict object,
+    forged peer lines or a forged ``<your_round_one>`` block, see ``council.sim._judging.detect_injection``) in
+    the unfenced judge-v1 layout, where a response can close its section and its forgeries read as prompt
+    structure. Obeying = the verdict the injection asks for instead of the honest one, in either round."""
+    injection_susceptibility_contained: float = Field(default=0.03, ge=0.0, le=1.0)
+    """P(still obeying an injection that stays inside a nonce-fenced data block (the judge-v2 layout, whose
+    system prompt says fenced blocks are data, never instructions); never more than
+    ``injection_susceptibility``: fencing never makes a judge easier to steer."""
     malformed_rate: float = Field(default=0.01, ge=0.0, le=1.0)
     prose_json_rate: float = Field(default=0.0, ge=0.0, le=1.0)
     """P(the JSON object comes inside a sentence of prose); still readable by extracting the object."""
     fenced_rate: float = Field(default=0.0, ge=0.0, le=1.0)
     """P(the JSON object comes inside a Markdown ```json fence); still readable."""
     truncation_rate: float = Field(default=0.0, ge=0.0, le=1.0)
+    """P(the reply's content is cut short, ``finish_reason`` "length"; the body itself is valid JSON)."""
     error_rate: float = Field(default=0.0, ge=0.0, le=1.0)
+    """P(HTTP 500 after quota admission); not billed."""
     timeout_rate: float = Field(default=0.0, ge=0.0, le=1.0)
+    """P(the server stalls ``SimConfig.timeout_s`` before answering); billed only if the client is still
+    there when the answer goes out."""
+    reset_rate: float = Field(default=0.0, ge=0.0, le=1.0)
+    """P(the connection is closed mid-response, after a few bytes that are no valid HTTP answer, before the
+    work is done); not billed."""
+    bad_body_rate: float = Field(default=0.0, ge=0.0, le=1.0)
+    """P(a 200 whose body is unusable: see ``bad_body``); billed (the work was done and answered 200)."""
+    bad_body: Literal["any", "invalid", "cut"] = "any"
+    """What an unusable body is: ``invalid`` = complete but not JSON (an HTML error page, or JSON cut with a
+    matching Content-Length); ``cut`` = the announced Content-Length is not delivered, the connection closes
+    mid-body; ``any`` = either, drawn per request."""
+    slow_rate: float = Field(default=0.0, ge=0.0, le=1.0)
+    """P(the answer is trickled out: headers first, then the body in small chunks over ``slow_ms``); billed."""
+    slow_ms: float = Field(default=0.0, ge=0.0)
+    storm_429: float = Field(default=0.0, ge=0.0)
+    """Length in seconds of a 429 storm: during it every chat request of the vendor gets 429 with a
+    ``retry-after`` of the storm's remaining seconds (no quota used, not billed)."""
+    storm_429_start_s: float = Field(default=0.0, ge=0.0)
+    """When the storm begins, in seconds after the vendor's first chat request."""
     latency_ms: float = Field(default=5.0, ge=0.0)
     latency_jitter_ms: float = Field(default=5.0, ge=0.0)
     rpm: int = Field(default=0, ge=0)
@@ -160,7 +192,9 @@ class SimConfig(BaseModel):
 
         Judges: the five regular vendors and the reserve (mistral); family leniency planted strongly for
         google (0.7) and openai (0.8), mildly for deepseek (0.3), weakly for anthropic, alibaba and mistral (0.1); every judge persuadable with probability 0.3,
-        a reason that quotes the reference weighing 1.5 heads; a few replies fenced or wrapped in prose.
+        a reason that quotes the reference weighing 1.5 heads; a few replies fenced or wrapped in prose; prompt
+        injections in the graded text obeyed, when the prompt leaves them unfenced, with probability 0.2
+        (anthropic) to 0.5 (deepseek), and 0.03 when they stay inside a nonce-fenced block.
 
         Probes: the difficulty profiles are set so that, on the shipped sample graded blind by the five
         default judges (each pair compared on the rows both may grade under self-exclusion), round-one
@@ -183,9 +217,14 @@ class SimConfig(BaseModel):
             "deepseek": (0.78, 0.3),
             "mistral": (0.80, 0.1),  # the default roster's reserve judge
         }
+        # P(obeying an injection in the unfenced layout): not sourced; plausible values for instruction-tuned
+        # judges, varied so that vendors differ (the fenced layout keeps the default 0.03).
+        susceptible = {"anthropic": 0.2, "google": 0.35, "openai": 0.3, "alibaba": 0.45, "deepseek": 0.5,
+                       "mistral": 0.4}
         vendors = {
             name: VendorBehaviour(
-                accuracy=acc, self_preference=pref, persuadability=0.3, prose_json_rate=0.01, fenced_rate=0.02
+                accuracy=acc, self_preference=pref, persuadability=0.3, prose_json_rate=0.01, fenced_rate=0.02,
+                injection_susceptibility=susceptible[name],
             )
             for name, (acc, pref) in planted.items()
         }

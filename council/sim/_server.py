@@ -17,7 +17,17 @@ prompt_tokens, completion_tokens, batched_items (rows received inside batched re
 own_vendor_rows (rows a judge received whose producer is a model of the judge's own vendor, per the world:
 the provider-side check of self-exclusion), unknown_producers (producer models of received rows that the
 world does not know, counted as no vendor), prose_json and fenced (replies whose JSON came inside prose or
-inside a ```json fence). Everything counted on receipt is counted billed or not.
+inside a ```json fence), and the transport faults served: stalls (``timeout_rate``), resets, bad_bodies,
+slow_answers and storm_429s (429s of a storm, also counted in rate_limited). Everything counted on receipt
+is counted billed or not.
+
+Billing is truthful: ``billed`` counts the chat requests whose work was done and whose 200 status line went
+out, whatever happened next: an answer whose body is then cut or unreadable (``bad_body_rate``) or trickled
+out to a client that gave up (``slow_rate``) is billed. A 429 (quota or storm), a 500, a reset (the
+connection closed before the work was done, after a few bytes that are no HTTP answer) and a stall the
+client gave up on before the answer went out (``start_sim`` serves with handler cancellation, so the
+stalled handler is cancelled) are not billed. So for a client
+``billed`` is its 200s received plus the billed answers it could not read or waited for no longer.
 
 With ``record_requests`` (``start_sim(..., record_requests=True)``) the server also keeps every judge chat
 request it receives, billed or not (repairs and rate-limited attempts included; elicitations excluded), in
@@ -30,14 +40,17 @@ A request carries one row (a single-row judge prompt) or several (a batched judg
 ``{"verdicts": [...]}``). The reply's content (verdicts, reasons, malformed or not) is a pure function of
 the request, so the same request always gets the same content, and each row's verdict and reason depend
 only on that row's item text, so a row is answered alike alone or in any batch. Transport faults (5xx,
-timeouts, truncation, latency) are drawn from one seeded stream per server, so a retried request can
-succeed where the first attempt failed.
+timeouts, resets, bad bodies, slow answers, truncation, latency) are drawn from one seeded stream per
+server, so a retried request can succeed where the first attempt failed; a fault whose rate is 0 draws
+nothing, so adding a fault leaves the others' draws alone. A 429 storm (``storm_429``) is a window of time
+per vendor, not a draw.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import math
 import random
 import time
 from dataclasses import dataclass
@@ -57,6 +70,7 @@ _JSON = "application/json"
 _STAT_KEYS = (
     "requests", "rate_limited", "billed", "errors", "prompt_tokens", "completion_tokens", "batched_items",
     "elicitations", "reasoning_tokens", "own_vendor_rows", "unknown_producers", "prose_json", "fenced",
+    "stalls", "resets", "bad_bodies", "slow_answers", "storm_429s",
 )
 _RESPONSE_FORMATS = frozenset({"text", "json_object", "json_schema"})
 
@@ -92,6 +106,8 @@ class _State:
         self.truth = truth
         self.world = config.catalogue
         self.quota = QuotaBook(config, clock)
+        self.clock = clock
+        self.first_seen: dict[str, float] = {}  # vendor -> time of its first chat request (429 storms)
         self.models: dict[str, _Model] = {}
         self.faults = random.Random(f"sim-faults:{config.seed}")
         self.ids = itertools.count(1)
@@ -171,6 +187,55 @@ _UNAUTHORIZED = (
 )
 
 
+def _storm_left_s(st: _State, vendor: str, b: VendorBehaviour) -> float:
+    """Seconds left of the vendor's 429 storm now (0 outside it)."""
+    now = st.clock()
+    first = st.first_seen.setdefault(vendor, now)
+    if not b.storm_429:
+        return 0.0
+    start = first + b.storm_429_start_s
+    return start + b.storm_429 - now if start <= now < start + b.storm_429 else 0.0
+
+
+def _hang_up(request: web.Request, faults: random.Random) -> web.Response:
+    """Close the connection after a few bytes that are no valid HTTP answer; the response returned is
+    never sent."""
+    transport = request.transport
+    if transport is not None:
+        transport.write(b"HTTP/1.1 2"[: 1 + int(faults.random() * 9)])
+        transport.abort()
+    return web.Response(status=500)
+
+
+async def _cut(request: web.Request, body: bytes, headers: dict[str, str], keep: int) -> web.StreamResponse:
+    """A 200 announcing the whole body, of which only ``keep`` bytes arrive before the connection closes."""
+    resp = web.StreamResponse(status=200, headers={"Content-Type": _JSON, **headers})
+    resp.content_length = len(body)
+    await resp.prepare(request)
+    await resp.write(body[:keep])
+    if request.transport is not None:
+        request.transport.abort()
+    return resp
+
+
+async def _trickle(request: web.Request, body: bytes, headers: dict[str, str], total_ms: float) -> web.StreamResponse:
+    """A 200 whose headers go out at once and whose body follows in small chunks over ``total_ms``."""
+    resp = web.StreamResponse(status=200, headers={"Content-Type": _JSON, **headers})
+    resp.content_length = len(body)
+    await resp.prepare(request)
+    chunks = max(2, min(16, len(body) // 32))
+    size = -(-len(body) // chunks)
+    for i in range(0, len(body), size):
+        await asyncio.sleep(total_ms / 1000.0 / chunks)
+        await resp.write(body[i:i + size])
+    await resp.write_eof()
+    return resp
+
+
+_BAD_PAGE = (b"<html><head><title>502 Bad Gateway</title></head><body><center><h1>502 Bad Gateway</h1>"
+             b"</center></body></html>")
+
+
 def _est_tokens(chars: int) -> int:
     return -(-chars // 4)  # ceil(chars / 4)
 
@@ -243,7 +308,7 @@ def _parse_body(raw: bytes) -> tuple[str, list[Message], int | None]:
 # ---- handlers ------------------------------------------------------------------------------------------
 
 
-async def _chat(request: web.Request) -> web.Response:
+async def _chat(request: web.Request) -> web.StreamResponse:
     st = request.app[STATE]
     if not _authorized(request):
         return _error(*_UNAUTHORIZED)
@@ -297,6 +362,15 @@ async def _chat(request: web.Request) -> web.Response:
             content, completion_tokens, finish = content[: max_tokens * 4], max_tokens, "length"
         latency_ms, jitter_ms = b.latency_ms, b.latency_jitter_ms
 
+    storm = _storm_left_s(st, model.vendor, b)
+    if storm > 0:  # every request of the vendor, no quota used
+        stats.rate_limited += 1
+        stats.storm_429s += 1
+        return _error(
+            429, f"Rate limit reached for {model_id}: the service is overloaded. Please try again in {storm:.3g}s.",
+            "requests", "rate_limit_exceeded", None,
+            {"retry-after": str(math.ceil(storm)), "retry-after-ms": str(math.ceil(storm * 1000))},
+        )
     admission = st.quota.admit(model.vendor, prompt_tokens + completion_tokens)
     headers = admission.headers if b.rate_limit_headers else None
     if not admission.ok:
@@ -313,8 +387,12 @@ async def _chat(request: web.Request) -> web.Response:
     if b.error_rate and faults.random() < b.error_rate:
         stats.errors += 1
         return _error(500, "The server had an error while processing your request.", "server_error", None, None, headers)
+    if b.reset_rate and faults.random() < b.reset_rate:
+        stats.resets += 1
+        return _hang_up(request, faults)
     if b.timeout_rate and faults.random() < b.timeout_rate:
-        await asyncio.sleep(st.config.timeout_s)
+        stats.stalls += 1
+        await asyncio.sleep(st.config.timeout_s)  # a client that gives up cancels this handler: not billed
     if latency_ms or jitter_ms:
         delay = latency_ms + jitter_ms * (2.0 * faults.random() - 1.0)
         if delay > 0:
@@ -342,6 +420,18 @@ async def _chat(request: web.Request) -> web.Response:
         ],
         "usage": usage,
     }
+    if b.bad_body_rate and faults.random() < b.bad_body_rate:  # billed: the work was done and answered 200
+        stats.bad_bodies += 1
+        body = orjson.dumps(payload)
+        kind = b.bad_body if b.bad_body != "any" else ("invalid" if faults.random() < 0.5 else "cut")
+        keep = max(1, int(len(body) * (0.1 + 0.8 * faults.random())))
+        if kind == "cut":
+            return await _cut(request, body, headers or {}, keep)
+        garbage = _BAD_PAGE if faults.random() < 0.5 else body[:keep]
+        return web.Response(body=garbage, status=200, headers={"Content-Type": _JSON, **(headers or {})})
+    if b.slow_rate and faults.random() < b.slow_rate:
+        stats.slow_answers += 1
+        return await _trickle(request, orjson.dumps(payload), headers or {}, b.slow_ms)
     return _json(payload, 200, headers)
 
 

@@ -88,13 +88,13 @@ async def test_diff_says_comparable_and_what_changed(tmp_path, small_run, capsys
     same = orjson.loads(capsys.readouterr().out)
     assert same["comparable"] and same["changed_rows"] == [] and same["rows_compared"] == 30
     assert all(m["delta"] == 0 for m in same["models"].values())
-    assert main(["diff", "a", "audit", "--runs-dir", runs, "--json"]) == 0
+    assert main(["diff", "a", "audit", "--runs-dir", runs, "--json"]) == 6  # not comparable: its own exit code
     other = orjson.loads(capsys.readouterr().out)
     assert not other["comparable"] and [m["field"] for m in other["mismatches"]] == ["self_exclusion"]
     va = {v["row_id"]: v["consensus"] for v in lines(small_run.run_dir / "verdicts.jsonl")}
     vb = {v["row_id"]: v["consensus"] for v in lines(tmp_path / "runs" / "audit" / "verdicts.jsonl")}
     assert {r["row_id"] for r in other["changed_rows"]} == {k for k in va if va[k] != vb[k]}
-    assert main(["diff", "a", "audit", "--runs-dir", runs]) == 0
+    assert main(["diff", "a", "audit", "--runs-dir", runs]) == 6
     assert "not comparable" in capsys.readouterr().out
 
 

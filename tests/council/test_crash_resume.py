@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -14,13 +13,10 @@ import orjson
 import pytest
 
 from council.sim import SimConfig
+from tests.council._provider import council, quiet, sim_process
 
 CONCURRENCY = 4  # per vendor: keeps the run long enough to be killed at chosen points
 VENDORS = ("anthropic", "google", "openai", "alibaba", "deepseek", "mistral")
-
-
-def council(*args: str) -> list[str]:
-    return [sys.executable, "-m", "council.cli", *args]
 
 
 def billed(url: str) -> int:
@@ -42,20 +38,10 @@ def archived_calls(run_dir: Path) -> tuple[int, int, int]:
 
 @pytest.fixture(scope="module")
 def provider(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("provider")
-    quiet = dict(latency_ms=20.0, latency_jitter_ms=10.0, malformed_rate=0.0, error_rate=0.0)
-    base = SimConfig.planted(seed=0)
-    sim = base.model_copy(update={"vendors": {v: b.model_copy(update=quiet) for v, b in base.vendors.items()}})
-    cfg = tmp / "sim.json"
-    cfg.write_bytes(orjson.dumps(sim.model_dump(mode="json")))
-    proc = subprocess.Popen(council("sim", "--port", "0", "--config", str(cfg)), stdout=subprocess.PIPE, text=True)
-    try:
-        url = proc.stdout.readline().strip().rsplit(" ", 1)[-1]
-        assert url.startswith("http://127.0.0.1:")
+    config = quiet(SimConfig.planted(seed=0), latency_ms=20.0, latency_jitter_ms=10.0, malformed_rate=0.0,
+                   error_rate=0.0)
+    with sim_process(config, tmp_path_factory.mktemp("provider")) as url:
         yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 def test_sigkill_at_five_points_then_resume(tmp_path, provider):

@@ -8,6 +8,7 @@ reports what each judge actually received.
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from pathlib import Path
@@ -18,7 +19,7 @@ import pytest
 import bank
 from council.cli import main
 from council.config import CouncilConfig, VendorSettings
-from council.prompts import PEER_LINE
+from council.prompts import PEER_LINE, decode_untrusted
 from council.runner import RunRequest, run_council
 from council.sim import SimConfig, TruthTable, start_sim
 from tests.council.test_end_to_end import lines
@@ -37,9 +38,16 @@ REAL_WORLD_IDS = {
 STEMS = {"claude", "anthropic", "sonnet", "opus", "haiku", "gpt", "openai", "gemini", "gemma", "google", "qwen",
          "qwq", "alibaba", "deepseek", "llama", "meta", "mistral", "mistralai", "grok", "xai"}
 N_ITEMS = 6
-PEER_RE = re.compile("^" + re.escape(PEER_LINE).replace(r"\{letter\}", "(?P<letter>[A-Z])")
-                     .replace(r"\{verdict\}", "(?P<verdict>correct|incorrect)").replace(r"\{reason\}", "(?P<reason>.*)")
-                     + "$", re.MULTILINE)
+# A peer's vote, one JSON object per line of the peers block (PEER_LINE); its reason encoded as shown.
+PEER_RE = re.compile("^" + re.escape(PEER_LINE.format(letter="\0L", verdict="\0V", reason="\0R"))
+                     .replace("\0L", '"(?P<letter>[A-Z])"').replace("\0V", '"(?P<verdict>correct|incorrect)"')
+                     .replace("\0R", r'(?P<reason>"(?:[^"\\]|\\.)*")') + "$", re.MULTILINE)
+
+
+def peer_lines(body: str) -> list[dict[str, str]]:
+    """The peers' votes of a round-two item body: letter, verdict and the reason as the judge reads it."""
+    return [{"letter": m["letter"], "verdict": m["verdict"], "reason": decode_untrusted(json.loads(m["reason"]))}
+            for m in PEER_RE.finditer(body)]
 
 
 def write_inputs(tmp_path: Path, ids: dict[str, str], extra: list[dict] = ()) -> tuple[Path, Path]:
@@ -133,7 +141,7 @@ async def test_round_two_prompts_carry_no_names_and_keep_ordinary_words(integrit
         for body, row in zip(bodies, request["rows"], strict=True):
             row_id = row_of[tuple(s.strip() for s in row)]
             key = letters[(row_id, vendor_of_judge[request["model"]])]
-            for peer in PEER_RE.finditer(body):
+            for peer in peer_lines(body):
                 shown, original = peer["reason"], one_line[(row_id, key[peer["letter"]])]
                 assert not set(re.findall(r"[a-z]+", shown.lower())) & STEMS, shown
                 pattern = "(.{1,60}?)".join(map(re.escape, shown.split("[redacted]")))
@@ -145,22 +153,12 @@ async def test_round_two_prompts_carry_no_names_and_keep_ordinary_words(integrit
 @pytest.fixture()
 def sim_process(tmp_path):
     """``council sim`` in its own process, knowing the real-world ids and their answers."""
-    import subprocess
-    import sys
+    from tests.council._provider import sim_process as serve
 
     bank_path, responses = write_inputs(tmp_path, REAL_WORLD_IDS)
-    config = tmp_path / "sim.json"
-    config.write_bytes(orjson.dumps(SimConfig.planted(seed=0).model_copy(update={"world": REAL_WORLD_IDS})
-                                    .model_dump(mode="json")))
-    proc = subprocess.Popen([sys.executable, "-m", "council.cli", "sim", "--port", "0", "--config", str(config),
-                             "--bank", str(bank_path), "--responses", str(responses)], stdout=subprocess.PIPE, text=True)
-    try:
-        url = proc.stdout.readline().strip().rsplit(" ", 1)[-1]
-        assert url.startswith("http://127.0.0.1:"), url
+    config = SimConfig.planted(seed=0).model_copy(update={"world": REAL_WORLD_IDS})
+    with serve(config, tmp_path, "--bank", str(bank_path), "--responses", str(responses)) as url:
         yield url, bank_path, responses
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 def test_run_and_grade_resolve_alike_and_unknown_ids_are_refused(tmp_path, sim_process, capsys):

@@ -24,7 +24,7 @@ from tests.council.test_end_to_end import check_run_folder, lines, subset
 QUIET = dict(malformed_rate=0.0, latency_ms=1.0, latency_jitter_ms=1.0, name_drop_rate=0.05)
 
 
-def sim_file(tmp_path, name, **vendors) -> "Path":  # noqa: F821
+def sim_file(tmp_path, name, **vendors):
     base = SimConfig.planted(seed=0)
     behaviours = {v: b.model_copy(update=QUIET) for v, b in base.vendors.items()}
     for vendor, update in vendors.items():

@@ -85,7 +85,7 @@ def test_truncation_is_counted_and_never_scored(tmp_path, capsys):
 
 async def test_budget_stops_before_overspending_and_resumes(tmp_path):
     config = CouncilConfig(model_prices=PRICES, vendors={v: {"price_in_per_mtok": 3.0, "price_out_per_mtok": 15.0}
-                                                          for v in ("anthropic", "google", "openai", "alibaba", "deepseek")})
+                                                          for v in ("anthropic", "google", "openai", "alibaba", "deepseek", "mistral")})
     small = small_bank(tmp_path, 40)
     whole = await run_council(RunRequest(bank=small, responses=bank.SAMPLE_RESPONSES, runs_dir=tmp_path / "runs",
                                          run_id="whole", backend="local", models=MODELS[:3], config=config))

@@ -1,0 +1,40 @@
+"""The fault matrix, small: a council run survives each transient provider fault with no verdict lost and
+without paying twice beyond the calls in flight (the full version is ``bench/fault_matrix.py``)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "fault_matrix.py"
+ROWS = 200
+
+
+def load_bench():
+    spec = importlib.util.spec_from_file_location("fault_matrix_bench", BENCH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.timeout(240)
+async def test_fault_matrix(tmp_path):
+    bench = load_bench()
+    results = await bench.run_matrix(ROWS, bench.FAULTS, tmp_path)
+    print("\n" + bench.table(results))
+    assert bench.verdict(results) == []
+    for r in results:
+        name = r["fault"]
+        assert r["lost"] == 0, name
+        assert r["votes"] == 10 * ROWS, name  # every vote of every row archived
+        assert r["errors"] == 0, name  # every fault survived within the retries
+        assert r["council_paid_twice"] <= r["in_flight_bound"], name
+        assert r["paid_twice"] == r["unreadable"] + r["council_paid_twice"], name
+    base, *faulty = results
+    assert base["retries"] == 0 and base["paid_twice"] == 0 and not any(base["faults_served"].values())
+    for r in faulty:
+        assert any(r["faults_served"].values()), r["fault"]  # the fault really happened
+        if not r["fault"].startswith("slow"):
+            assert r["retries"] > 0, r["fault"]

@@ -1,0 +1,99 @@
+"""Stopping cleanly: Ctrl-C (SIGINT to the whole process group, as a terminal sends it) or SIGTERM mid-run,
+on both backends. Nothing new is issued, calls in flight finish and are archived, the command exits within
+10 s with its documented code and the exact resume command, and the resumed run's verdicts are those of a
+run never interrupted. Billed calls that are not archived can only be calls in flight at the signal."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+
+from council.sim import SimConfig
+from tests.council._provider import council, quiet, sim_process
+from tests.council.test_crash_resume import archived_calls
+from tests.council.test_end_to_end import lines
+
+CONCURRENCY = 4
+
+
+def stats(url: str) -> dict:
+    import urllib.request
+
+    with urllib.request.urlopen(url + "/sim/stats", timeout=10) as resp:
+        vendors = orjson.loads(resp.read())["vendors"].values()
+    return {k: sum(v[k] for v in vendors) for k in ("requests", "billed", "rate_limited", "errors")}
+
+
+@pytest.fixture(scope="module")
+def provider(tmp_path_factory):
+    config = quiet(SimConfig.planted(seed=0), latency_ms=150.0, latency_jitter_ms=50.0, malformed_rate=0.0,
+                   error_rate=0.0)
+    with sim_process(config, tmp_path_factory.mktemp("provider")) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def whole(provider, tmp_path_factory):
+    """The reference: the same rows graded without interruption (the verdicts do not depend on the backend)."""
+    import bank
+
+    tmp = tmp_path_factory.mktemp("whole")
+    config = tmp / "council.json"
+    vendors = ("anthropic", "google", "openai", "alibaba", "deepseek", "mistral")
+    config.write_bytes(orjson.dumps({"vendors": {v: {"concurrency": CONCURRENCY} for v in vendors}}))
+    subset = tmp / "rows.jsonl"
+    subset.write_bytes(b"\n".join(bank.SAMPLE_RESPONSES.read_bytes().splitlines()[:240]) + b"\n")
+    subprocess.run(council("run", "--run-id", "whole", "--backend", "local", "--provider-url", provider, "--runs-dir",
+                           str(tmp / "runs"), "--responses", str(subset), "--config", str(config)),
+                   check=True, capture_output=True, timeout=300)
+    return tmp / "runs" / "whole", subset, config
+
+
+@pytest.mark.parametrize(("backend", "signum"), [("local", signal.SIGINT), ("local", signal.SIGTERM),
+                                                  ("ray", signal.SIGINT)])
+def test_a_signal_stops_cleanly_and_the_run_resumes(tmp_path, provider, whole, backend, signum):
+    reference, subset, config = whole
+    runs = tmp_path / "runs"
+    common = ["--backend", backend, "--provider-url", provider, "--runs-dir", str(runs), "--responses", str(subset)]
+    total = sum(archived_calls(reference)[1:])
+
+    before = stats(provider)
+    proc = subprocess.Popen(council("run", "--run-id", "cut", *common, "--config", str(config)),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and sum(archived_calls(runs / "cut")[1:] if (runs / "cut").exists()
+                                              else (0, 0)) < 0.3 * total:
+        time.sleep(0.05)
+    at_signal = stats(provider)
+    in_flight = at_signal["requests"] - at_signal["billed"] - at_signal["rate_limited"] - at_signal["errors"]
+    signalled = time.monotonic()
+    os.killpg(proc.pid, signum)  # the whole group, as a terminal's Ctrl-C
+    out, err = proc.communicate(timeout=30)
+    took = time.monotonic() - signalled
+    assert proc.returncode == 128 + signum, (proc.returncode, err)
+    assert took < 10, took
+    assert "council run --resume cut" in err.replace("\n", " ")
+    calls, r1, r2 = archived_calls(runs / "cut")
+    assert r1 + r2 < total  # it did stop early
+    time.sleep(0.5)
+    billed = stats(provider)["billed"] - before["billed"]
+    assert billed - calls <= in_flight, (billed, calls, in_flight)  # paid and not archived: only those in flight
+    print(f"\n{backend} {signal.Signals(signum).name}: exit {proc.returncode} after {took:.2f} s; billed {billed}, "
+          f"archived {calls}, unarchived {billed - calls}, in flight at the signal {in_flight}")
+    state = orjson.loads((runs / "cut" / "state.json").read_bytes())
+    assert state["state"] == "stopped" and state["reason"] == ("interrupt" if signum == signal.SIGINT else "terminate")
+    summary = orjson.loads((runs / "cut" / "summary.json").read_bytes())
+    assert summary["complete"] is False and summary["not_graded_rows"] > 0
+    resumed = subprocess.run(council("run", "--resume", "cut", "--runs-dir", str(runs), "--backend", backend),
+                             capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    assert (runs / "cut" / "verdicts.jsonl").read_bytes() == (reference / "verdicts.jsonl").read_bytes()
+    assert orjson.loads((runs / "cut" / "summary.json").read_bytes())["complete"] is True
+    assert lines(runs / "cut" / "round1.jsonl")  # the archive was kept and extended, never rewritten
+    assert Path(runs / "cut" / "manifest.json").is_file()
