@@ -97,3 +97,27 @@ def test_a_signal_stops_cleanly_and_the_run_resumes(tmp_path, provider, whole, b
     assert orjson.loads((runs / "cut" / "summary.json").read_bytes())["complete"] is True
     assert lines(runs / "cut" / "round1.jsonl")  # the archive was kept and extended, never rewritten
     assert Path(runs / "cut" / "manifest.json").is_file()
+
+
+def test_a_second_ctrl_c_stops_at_once(tmp_path_factory):
+    """While calls in flight are draining (a slow provider: 3 s a call), a second Ctrl-C exits at once; what
+    was archived stays readable and the run resumes."""
+    slow = quiet(SimConfig.planted(seed=0), latency_ms=3000.0, latency_jitter_ms=0.0, malformed_rate=0.0)
+    tmp = tmp_path_factory.mktemp("twice")
+    with sim_process(slow, tmp) as url:
+        runs = tmp / "runs"
+        proc = subprocess.Popen(council("run", "--backend", "local", "--provider-url", url, "--runs-dir", str(runs),
+                                        "--run-id", "twice"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, start_new_session=True)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not (runs / "twice" / "round1.jsonl").exists():
+            time.sleep(0.05)  # some calls have come back: others are in flight
+        os.killpg(proc.pid, signal.SIGINT)
+        time.sleep(0.3)
+        second = time.monotonic()
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+        took = time.monotonic() - second
+    assert proc.returncode == 130 and "stopped at once" in err, err
+    assert took < 2.0, took  # not the 3 s a call in flight would take to drain
+    assert lines(runs / "twice" / "round1.jsonl")  # the archive is intact and readable
