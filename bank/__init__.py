@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bank._loader import dataset_fingerprint, load_bank, load_responses, responses_fingerprint
+from bank._loader import (
+    ResponsesFingerprint,
+    ResponsesScan,
+    check_responses,
+    dataset_fingerprint,
+    iter_responses,
+    load_bank,
+    load_responses,
+    responses_fingerprint,
+)
 
 _SAMPLES = Path(__file__).resolve().parent / "samples"
 
@@ -14,7 +23,11 @@ SAMPLE_RESPONSES: Path = _SAMPLES / "neo_sample_responses.jsonl"
 __all__ = [
     "SAMPLE_BANK",
     "SAMPLE_RESPONSES",
+    "ResponsesFingerprint",
+    "ResponsesScan",
+    "check_responses",
     "dataset_fingerprint",
+    "iter_responses",
     "load_bank",
     "load_responses",
     "responses_fingerprint",

@@ -13,10 +13,15 @@ empty, gets one ``file: ...`` problem instead.
 from __future__ import annotations
 
 import hashlib
+import mmap
 import os
-from collections.abc import Iterable, Iterator, Mapping
+import tempfile
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+import numpy as np
 import orjson
 from pydantic import BaseModel, ValidationError
 
@@ -60,10 +65,65 @@ def load_responses(
     or whose stated vendor contradicts it, is a problem of that line (``file:line: model: ...`` or
     ``file:line: vendor: ...``).
     """
+    rows: list[ResponseRow] = []
+    check_responses(path, items, vendor_map, on_row=rows.append)
+    return rows
+
+
+@dataclass
+class ResponsesScan:
+    """What one validating pass over a responses file found (its rows themselves are not kept)."""
+
+    rows: int = 0
+    item_ids: set[str] = field(default_factory=set)
+    models: set[str] = field(default_factory=set)
+    vendors: set[str] = field(default_factory=set)
+
+
+def check_responses(
+    path: str | os.PathLike[str], items: list[BankItem] | None = None, vendor_map: Mapping[str, str] | None = None,
+    *, on_row: Callable[[ResponseRow], None] | None = None,
+) -> ResponsesScan:
+    """Validate the responses at ``path`` in one streaming pass, as :func:`load_responses` does (every problem
+    reported, all or nothing), keeping no row: ``on_row`` sees each valid row as it is read. Rows are then read
+    again with :func:`iter_responses`.
+
+    Duplicates are found from an 8-byte digest of each row id (a few bytes per row); only when two digests
+    collide is the file read again with the exact check, which reports each duplicate on its later line."""
     name = os.fspath(path)
     known = None if items is None else {item.id for item in items}
     problems: list[str] = []
-    rows: list[ResponseRow] = []
+    scan = ResponsesScan()
+    digests = array("Q")
+    for lineno, raw, row in _parse(name, ResponseRow, problems, context={"vendor_map": vendor_map}):
+        key = row.row_id if row is not None else _raw_row_id(raw)
+        if key is not None:
+            digests.append(_key_digest(key))
+        if row is None:
+            continue
+        if known is not None and row.item_id not in known:
+            problems.append(_problem(name, lineno, "item_id", f"unknown item {row.item_id!r}"))
+            continue
+        scan.rows += 1
+        scan.item_ids.add(row.item_id)
+        scan.models.add(row.model)
+        scan.vendors.add(row.vendor)
+        if on_row is not None:
+            on_row(row)
+    if len(digests) and len(np.unique(np.frombuffer(digests, dtype=np.uint64))) < len(digests):
+        problems = _exact_problems(name, known, vendor_map)
+    if problems:
+        raise InputError(problems)
+    return scan
+
+
+def _key_digest(key: str) -> int:
+    return int.from_bytes(hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "big")
+
+
+def _exact_problems(name: str, known: set[str] | None, vendor_map: Mapping[str, str] | None) -> list[str]:
+    """Every problem of a responses file, duplicates found by row id (keeps each row id and its line)."""
+    problems: list[str] = []
     first_line: dict[str, int] = {}
     for lineno, raw, row in _parse(name, ResponseRow, problems, context={"vendor_map": vendor_map}):
         key = row.row_id if row is not None else _raw_row_id(raw)
@@ -72,15 +132,23 @@ def load_responses(
                 problems.append(_problem(name, lineno, "row_id", f"duplicate of line {first_line[key]}"))
                 continue
             first_line[key] = lineno
-        if row is None:
-            continue
-        if known is not None and row.item_id not in known:
+        if row is not None and known is not None and row.item_id not in known:
             problems.append(_problem(name, lineno, "item_id", f"unknown item {row.item_id!r}"))
-            continue
-        rows.append(row)
+    return problems
+
+
+def iter_responses(path: str | os.PathLike[str], vendor_map: Mapping[str, str] | None = None) -> Iterator[ResponseRow]:
+    """The rows of a responses file already passed by :func:`check_responses`, read one at a time. A file
+    that changed since and now has a bad line raises InputError at that line."""
+    name = os.fspath(path)
+    problems: list[str] = []
+    for _, _, row in _parse(name, ResponseRow, problems, context={"vendor_map": vendor_map}):
+        if problems:
+            break
+        if row is not None:
+            yield row
     if problems:
-        raise InputError(problems)
-    return rows
+        raise InputError([*problems, f"{name}: changed while it was being read"])
 
 
 def dataset_fingerprint(items: Iterable[BankItem]) -> str:
@@ -95,8 +163,72 @@ def dataset_fingerprint(items: Iterable[BankItem]) -> str:
 
 def responses_fingerprint(rows: Iterable[ResponseRow]) -> str:
     """sha256 (64 hex) of the rows' (row_id, item_id, model, response) in row_id order."""
-    quads = sorted([row.row_id, row.item_id, row.model, row.response] for row in rows)
-    return _digest(["responses", _FINGERPRINT_VERSION, quads])
+    builder = ResponsesFingerprint()
+    for row in rows:
+        builder.add(row)
+    return builder.hexdigest()
+
+
+class ResponsesFingerprint:
+    """:func:`responses_fingerprint` of rows seen one at a time, without keeping them: each row's entry goes to
+    a temporary file and only its row id's bytes and two offsets stay in memory, until the entries are hashed
+    in row_id order."""
+
+    def __init__(self) -> None:
+        self._entries = tempfile.TemporaryFile()
+        self._entry_end = array("Q")
+        self._keys = bytearray()
+        self._key_end = array("Q")
+        self._size = 0
+
+    def add(self, row: ResponseRow) -> None:
+        entry = orjson.dumps([row.row_id, row.item_id, row.model, row.response])
+        self._entries.write(entry)
+        self._size += len(entry)
+        self._entry_end.append(self._size)
+        self._keys += row.row_id.encode("utf-8", "surrogatepass")
+        self._key_end.append(len(self._keys))
+
+    def hexdigest(self) -> str:
+        try:
+            return self._hexdigest()
+        finally:
+            self._entries.close()
+
+    def _hexdigest(self) -> str:
+        n = len(self._key_end)
+        digest = hashlib.sha256(b'["responses",' + orjson.dumps(_FINGERPRINT_VERSION) + b",[")
+        if n == 0:
+            digest.update(b"]]")
+            return digest.hexdigest()
+        self._entries.flush()
+        key_end = np.frombuffer(self._key_end, dtype=np.uint64).astype(np.int64)
+        key_start = np.concatenate(([0], key_end[:-1]))
+        width = max(1, int((key_end - key_start).max()))
+        keys = np.zeros(n, dtype=f"S{width}")
+        blob = bytes(self._keys)
+        for i in range(n):  # UTF-8 byte order is code point order, as str comparison
+            keys[i] = blob[key_start[i]:key_end[i]]
+        del blob
+        order = np.argsort(keys, kind="stable")
+        if n > 1 and (keys[order[1:]] == keys[order[:-1]]).any():
+            return _digest(["responses", _FINGERPRINT_VERSION, sorted(self._all_entries())])  # repeated row ids
+        del keys
+        entry_end = np.frombuffer(self._entry_end, dtype=np.uint64).astype(np.int64)
+        entry_start = np.concatenate(([0], entry_end[:-1]))
+        with mmap.mmap(self._entries.fileno(), 0, access=mmap.ACCESS_READ) as view:
+            for k, i in enumerate(order):
+                if k:
+                    digest.update(b",")
+                digest.update(view[entry_start[i]:entry_end[i]])
+        digest.update(b"]]")
+        return digest.hexdigest()
+
+    def _all_entries(self) -> list[list[str]]:
+        self._entries.seek(0)
+        data = self._entries.read()
+        ends = list(self._entry_end)
+        return [orjson.loads(data[a:b]) for a, b in zip([0, *ends[:-1]], ends, strict=True)]
 
 
 def _digest(payload: Any) -> str:
@@ -117,8 +249,7 @@ def _parse(
     is pydantic's validation context (the responses loader passes the vendor map in it).
     """
     try:
-        with open(name, "rb") as handle:
-            data = handle.read()
+        handle = open(name, "rb")
     except FileNotFoundError:
         problems.append(f"{name}: file not found")
         return
@@ -128,9 +259,32 @@ def _parse(
     except OSError as exc:
         problems.append(f"{name}: cannot read file: {exc.strerror or exc}")
         return
-    if data.startswith(_BOM):
-        data = data[len(_BOM):]
-    for lineno, obj, error in json_lines(name, data, problems):
+    with handle:
+        yield from _records(name, model, problems, context, _file_lines(handle), lambda: _whole(name))
+
+
+def _file_lines(handle: Any) -> Iterator[bytes]:
+    """The lines of an open binary file without their ``\n`` (a BOM at the start dropped), one at a time."""
+    first = True
+    for line in handle:
+        if first:
+            first = False
+            if line.startswith(_BOM):
+                line = line[len(_BOM):]
+        yield line[:-1] if line.endswith(b"\n") else line
+
+
+def _whole(name: str) -> bytes:
+    with open(name, "rb") as handle:
+        data = handle.read()
+    return data[len(_BOM):] if data.startswith(_BOM) else data
+
+
+def _records(
+    name: str, model: type[M], problems: list[str], context: dict[str, Any] | None, lines: Iterable[bytes],
+    whole: Any,
+) -> Iterator[tuple[int, dict[str, Any], M | None]]:
+    for lineno, obj, error in _lines(name, lines, whole, problems):
         if error is not None:
             problems.append(_problem(name, lineno, "-", error))
             continue
@@ -155,9 +309,15 @@ def json_lines(name: str, data: bytes, problems: list[str]) -> Iterator[tuple[in
     JSON object and that is not JSONL at all (binary data, another encoding, a JSON array, one object over
     several lines) gets one file-level problem instead of one per line; so does an empty file.
     """
+    return _lines(name, data.split(b"\n"), lambda: data, problems)
+
+
+def _lines(name: str, lines: Iterable[bytes], whole: Any, problems: list[str]) -> Iterator[tuple[int, Any, str | None]]:
+    """:func:`json_lines` over ``lines`` (without their ``\n``); ``whole()`` gives the whole file's bytes, asked
+    only when no line holds a JSON object (to say what the file is instead)."""
     pending: list[tuple[int, Any, str | None]] = []  # the lines before the first one holding an object
     seen_object = seen_any = False
-    for lineno, raw in enumerate(data.split(b"\n"), start=1):
+    for lineno, raw in enumerate(lines, start=1):
         line = raw.strip()
         if not line:
             continue
@@ -176,9 +336,9 @@ def json_lines(name: str, data: bytes, problems: list[str]) -> Iterator[tuple[in
         problems.append(f"{name}: empty file (no records)")
         return
     if pending:
-        whole = not_jsonl(data)
-        if whole is not None:
-            problems.append(f"{name}: {whole}")
+        kind = not_jsonl(whole())
+        if kind is not None:
+            problems.append(f"{name}: {kind}")
             return
         yield from pending
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from collections.abc import Callable, Iterable, Iterator
+from typing import Protocol
 
 from council.budget import Budget, BudgetExhausted
 from council.errors import ProviderUnavailable
@@ -31,6 +32,12 @@ from elicitor.prompts import elicit_messages
 VoteKey = tuple[str, str, int]  # (row_id, member, round)
 
 
+class ArchivedVotes(Protocol):
+    """The archived result of a vote, if any: a dict, or the run folder's index that reads it back from disk."""
+
+    def get(self, key: VoteKey, /) -> JudgeCallRecord | None: ...
+
+
 class Coordinator:
     def __init__(
         self,
@@ -41,7 +48,7 @@ class Coordinator:
         *,
         on_row_done: Callable[[ResponseRow], None] | None = None,
         extra_names: Iterable[str] = (),
-        archived: dict[VoteKey, JudgeCallRecord] | None = None,
+        archived: ArchivedVotes | None = None,
         reusable: dict[str, tuple[str, JudgeCallRecord]] | None = None,
         budget: Budget | None = None,
         on_elicited: Callable[[ElicitedRecord], None] | None = None,

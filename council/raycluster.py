@@ -23,12 +23,32 @@ def ensure_ray(address: str | None = None, *, num_cpus: int | None = None) -> No
     if ray.is_initialized():
         return
     if address is None:
-        ray.init(
-            _node_ip_address=LOOPBACK, include_dashboard=False, num_cpus=num_cpus, log_to_driver=False,
+        _loopback_even_if_imported_earlier()
+        ray.init(  # "local": a new private instance, never one that happens to run on this machine already
+            address="local", _node_ip_address=LOOPBACK, include_dashboard=False, num_cpus=num_cpus, log_to_driver=False,
             configure_logging=False,
         )
     else:
         ray.init(address=address, log_to_driver=False, configure_logging=False)
+
+
+def _loopback_even_if_imported_earlier() -> None:
+    """Ray reads the variable above into a constant when it is first imported; if something imported Ray
+    before us (a library, a test module), set the constant too, or the node registers the machine's address."""
+    if os.environ.get("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER") != "0":
+        return  # the caller chose otherwise
+    try:
+        from ray._private import ray_constants
+    except ImportError:  # a Ray without this module: the environment variable is all there is
+        return
+    ray_constants.ENABLE_RAY_CLUSTER = False
+
+
+def node_count() -> int:
+    """Alive nodes of the Ray instance this process is connected to."""
+    import ray
+
+    return sum(1 for node in ray.nodes() if node.get("Alive"))
 
 
 def shutdown_ray() -> None:

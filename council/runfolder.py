@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
@@ -152,8 +152,18 @@ class RunFolder:
         tmp.write_bytes(data)
         os.replace(tmp, target)
 
-    def write_lines(self, name: str, records: Iterable[BaseModel]) -> None:
-        self.write_bytes(name, b"".join(dump_line(r.model_dump(mode="json")) for r in records))
+    def write_lines(self, name: str, records: Iterable[BaseModel]) -> int:
+        """Write ``records`` one line each, streamed to a temporary file that then takes the name; returns how
+        many were written."""
+        target = self.path / name
+        tmp = target.with_name(target.name + ".tmp")
+        count = 0
+        with open(tmp, "wb") as handle:
+            for record in records:
+                handle.write(dump_line(record.model_dump(mode="json")))
+                count += 1
+        os.replace(tmp, target)
+        return count
 
     def read_json(self, name: str) -> Any:
         try:
@@ -227,22 +237,116 @@ class RunFolder:
 def read_jsonl(path: Path, model: type[M], *, missing_ok: bool = False, context: dict | None = None) -> list[M]:
     """Records of a JSONL file. A torn last line (a crash mid-write) is ignored; any other bad line is an error.
     ``context`` is pydantic's validation context (the run's vendor map, for response rows)."""
+    return list(iter_jsonl(path, model, missing_ok=missing_ok, context=context))
+
+
+def iter_jsonl(path: Path, model: type[M], *, missing_ok: bool = False, context: dict | None = None) -> Iterator[M]:
+    """:func:`read_jsonl` one record at a time, without reading the whole file."""
     try:
-        data = path.read_bytes()
+        handle = open(path, "rb")
     except FileNotFoundError:
         if missing_ok:
-            return []
+            return
         raise RunFolderError(f"{path}: file not found") from None
-    lines = data.split(b"\n")
-    torn_tail = not data.endswith(b"\n")
-    out: list[M] = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            out.append(model.model_validate(orjson.loads(line), context=context))
-        except (orjson.JSONDecodeError, ValidationError) as exc:
-            if torn_tail and number == len(lines):
-                break
-            raise RunFolderError(f"{path}:{number}: {type(exc).__name__}: {str(exc).splitlines()[0]}") from exc
-    return out
+    with handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                yield model.model_validate(orjson.loads(line), context=context)
+            except (orjson.JSONDecodeError, ValidationError) as exc:
+                if not line.endswith(b"\n"):  # the torn last line of a crash mid-write
+                    return
+                raise RunFolderError(f"{path}:{number}: {type(exc).__name__}: {str(exc).splitlines()[0]}") from exc
+
+
+VoteKey = tuple[str, str, int]  # (row_id, member, round)
+_vote_hash = hash  # 64 bits, within one process; a collision is resolved by the full key
+
+
+class ArchiveIndex:
+    """Where the archived result of each vote is, for a resumed run: (row_id, member, round) -> the round file
+    (or shadow file) and the offset of its record, which is read back from disk only when the vote comes up.
+
+    As the archive is read, a later record of a vote supersedes an earlier one, and an error is not a result
+    (it is left out, so the vote is asked again). Each vote takes one dict entry keyed by a 64-bit hash; two
+    votes whose hashes collide are kept apart by their full keys."""
+
+    FILES = (ROUND_FILES[1], ROUND_FILES[2], SHADOW)
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._where: dict[int, int] = {}  # hash of the vote -> offset * 4 + file code
+        self._overflow: dict[VoteKey, int] = {}  # votes whose hash another vote took first
+        self._handles: dict[int, IO[bytes]] = {}
+        self.cost_usd = 0.0  # the cost of the records indexed
+
+    @classmethod
+    def build(cls, path: Path) -> ArchiveIndex:
+        index = cls(path)
+        for code, name in enumerate(cls.FILES):
+            file = path / name
+            if not file.is_file():
+                continue
+            with open(file, "rb") as handle:
+                offset = 0
+                for line in handle:
+                    start, offset = offset, offset + len(line)
+                    if not line.strip():
+                        continue
+                    try:
+                        rec = orjson.loads(line)
+                    except orjson.JSONDecodeError as exc:
+                        if not line.endswith(b"\n"):
+                            break  # a torn last line
+                        raise RunFolderError(f"{file}: bad record at byte {start}: {exc}") from exc
+                    if rec.get("parse_status") == "error":
+                        continue
+                    index._put((rec["row_id"], rec["member"], rec["round"]), start * 4 + code,
+                               rec.get("cost_usd") or 0.0)
+        return index
+
+    def _put(self, key: VoteKey, where: int, cost: float) -> None:
+        h = _vote_hash(key)
+        old = self._overflow.get(key)
+        if old is None:
+            held = self._where.get(h)
+            if held is not None:
+                record = self._read(held)
+                if (record.row_id, record.member, record.round) != key:  # another vote has this hash
+                    self._overflow[key] = where
+                    self.cost_usd += cost
+                    return
+                old = held
+        if old is not None:
+            self.cost_usd -= self._read(old).cost_usd
+        if key in self._overflow:
+            self._overflow[key] = where
+        else:
+            self._where[h] = where
+        self.cost_usd += cost
+
+    def get(self, key: VoteKey) -> JudgeCallRecord | None:
+        where = self._overflow.get(key) if self._overflow else None
+        if where is None:
+            where = self._where.get(_vote_hash(key))
+            if where is None:
+                return None
+        record = self._read(where)
+        return record if (record.row_id, record.member, record.round) == key else None
+
+    def __len__(self) -> int:
+        return len(self._where) + len(self._overflow)
+
+    def _read(self, where: int) -> JudgeCallRecord:
+        offset, code = divmod(where, 4)
+        handle = self._handles.get(code)
+        if handle is None:
+            handle = self._handles[code] = open(self.path / self.FILES[code], "rb")
+        handle.seek(offset)
+        return JudgeCallRecord.model_validate(orjson.loads(handle.readline()))
+
+    def close(self) -> None:
+        for handle in self._handles.values():
+            handle.close()
+        self._handles.clear()

@@ -15,7 +15,7 @@ import asyncio
 import datetime as dt
 import secrets
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -23,15 +23,15 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from bank import dataset_fingerprint, load_bank, load_responses, responses_fingerprint
+from bank import ResponsesFingerprint, check_responses, dataset_fingerprint, iter_responses, load_bank
 from council import logs
 from council.budget import Budget
 from council.config import CouncilConfig, Endpoint, validation_problems
 from council.coordinator import Coordinator, VoteKey
-from council.errors import ConfigError, ProviderUnavailable, RunFolderError
+from council.errors import ConfigError, InputError, ProviderUnavailable, RunFolderError
 from council.prompts import PROMPT_HASHES, PROMPT_VERSION
 from council.protocol import METHODOLOGY_VERSION
-from council.runfolder import ITEMS, MANIFEST, ROWS, RunFolder, dump_json, read_jsonl
+from council.runfolder import ITEMS, MANIFEST, ROWS, ArchiveIndex, RunFolder, dump_json, iter_jsonl, read_jsonl
 from council.schema import BankItem, ElicitedRecord, JudgeCallRecord, ResponseRow, ResumeEntry, RunManifest
 from council.scoring import rescore
 from council.stop import StopControl
@@ -120,12 +120,22 @@ async def run_council(
     if req.provider_url is not None:
         provider_endpoint(req.provider_url)  # a bad URL is refused before anything is written
     items = load_bank(req.bank)
-    rows = ([] if req.models else req.rows if req.rows is not None
-            else load_responses(req.responses, items, vendor_map=req.config.vendor_map))
+    scan = None
+    if not req.models and req.rows is None:  # validated in one streaming pass; the rows are read again below
+        scan = check_responses(req.responses, items, vendor_map=req.config.vendor_map)
     reusable = _reusable(req.runs_dir, req.reuse_from)
     sim_config = _sim_config(req) if req.provider_url is None else None
     folder = RunFolder.create(req.runs_dir, req.run_id or new_run_id())
-    used = {r.item_id for r in rows} if rows else {i.id for i in items}
+    if req.models:
+        info = RowsInfo()
+        used = {i.id for i in items}
+    else:
+        source = req.rows if req.rows is not None else iter_responses(req.responses, vendor_map=req.config.vendor_map)
+        info = RowsInfo(folder.path, req.config.vendor_map)
+        folder.write_lines(ROWS, info.tap(source))  # rows.jsonl and the fingerprint, in one streaming pass
+        if scan is not None and info.rows != scan.rows:
+            raise InputError([f"{req.responses}: changed while it was being read ({scan.rows} rows, then {info.rows})"])
+        used = info.item_ids
     manifest = RunManifest(
         run_id=folder.path.name, created_at=_now(), command=req.command, roster=req.config.roster,
         simulated=req.provider_url is None, self_exclusion=req.config.self_exclusion, quorum=req.config.quorum,
@@ -133,17 +143,47 @@ async def run_council(
         backend=req.backend, provider_url=req.provider_url, judge_prompt_version=PROMPT_VERSION,
         prompt_hashes=PROMPT_HASHES, methodology_version=METHODOLOGY_VERSION, bank_path=str(req.bank),
         responses_path="" if req.models else str(req.responses), dataset_fingerprint=dataset_fingerprint(items),
-        responses_fingerprint="" if req.models else responses_fingerprint(rows), rows=len(rows),
+        responses_fingerprint="" if req.models else info.fingerprint, rows=info.rows,
         versions=_versions(), config=req.config.model_dump(mode="json"), sim_config=sim_config,
         reuse_from=list(req.reuse_from), models=list(req.models), skipped_inputs=list(req.skipped_inputs),
         elicit_prompt_version=ELICIT_VERSION if req.models else None, elicit_prompt_hash=ELICIT_HASH if req.models else None,
     )
     folder.write_json(MANIFEST, manifest.model_dump(mode="json"))
     folder.write_lines(ITEMS, [i for i in items if i.id in used])
-    folder.write_lines(ROWS, rows)
-    return await _drive(folder, manifest, items, rows, req.config, archived={}, reusable=reusable,
+    return await _drive(folder, manifest, items, info, req.config, archived=None, reusable=reusable,
                         backend=req.backend, provider_url=req.provider_url, ray_address=req.ray_address,
                         hooks=(on_start, on_row_done), elicited={}, audited=set(), stop=stop)
+
+
+class RowsInfo:
+    """What a run needs to know of its rows without holding them: how many, their fingerprint, the item ids
+    they answer and the model and vendor names in them (which the anonymiser scrubs). The rows themselves
+    are read from the run folder's ``rows.jsonl`` when needed, a chunk at a time."""
+
+    def __init__(self, path: Path | None = None, vendor_map: dict | None = None) -> None:
+        self.path = path
+        self.vendor_map = vendor_map
+        self.rows = 0
+        self.item_ids: set[str] = set()
+        self.names: set[str] = set()
+        self.fingerprint = ""
+
+    def tap(self, rows: Iterable[ResponseRow]) -> Iterator[ResponseRow]:
+        """``rows`` passed through, counted and fingerprinted on the way."""
+        builder = ResponsesFingerprint()
+        for row in rows:
+            self.rows += 1
+            self.item_ids.add(row.item_id)
+            self.names.update((row.model, row.vendor))
+            builder.add(row)
+            yield row
+        self.fingerprint = builder.hexdigest()
+
+    def read(self) -> Iterator[ResponseRow]:
+        """The rows of the run folder, one at a time (none for a run that elicits its rows)."""
+        if self.path is None:
+            return iter(())
+        return iter_jsonl(self.path / ROWS, ResponseRow, context={"vendor_map": self.vendor_map})
 
 
 async def resume_council(
@@ -165,17 +205,18 @@ async def resume_council(
     items = read_jsonl(folder.path / ITEMS, BankItem)
     folder.drop_torn_tails()
     if manifest.models:  # rows come from the elicitation archive
-        rows: list[ResponseRow] = []
+        info = RowsInfo()
         elicited = {r.row_id: r for r in folder.read_elicited()}
     else:
-        rows = read_jsonl(folder.path / ROWS, ResponseRow, context={"vendor_map": manifest.config.get("vendor_map")})
+        info = RowsInfo(folder.path, manifest.config.get("vendor_map"))
+        for _ in info.tap(info.read()):  # counted and fingerprinted in one streaming pass
+            pass
         elicited = {}
-        if responses_fingerprint(rows) != manifest.responses_fingerprint:
+        if info.fingerprint != manifest.responses_fingerprint:
             raise RunFolderError(f"{folder.path / ROWS} does not match the fingerprint in its manifest")
-    records = folder.read_records(1) + folder.read_records(2) + folder.read_shadow()
-    # An error is not a result: such votes are asked again, and the new record supersedes the old one.
-    archived: dict[VoteKey, JudgeCallRecord] = {
-        (r.row_id, r.member, r.round): r for r in records if r.parse_status != "error"}
+    # An error is not a result: such votes are asked again, and the new record supersedes the old one. The
+    # index holds where each result is; the record is read back from disk when its vote comes up.
+    archived = ArchiveIndex.build(folder.path)
     config = CouncilConfig.model_validate(manifest.config)
     if budget_usd is not None:
         config = config.model_copy(update={"budget_usd": budget_usd})
@@ -190,14 +231,14 @@ async def resume_council(
     folder.write_json(MANIFEST, manifest.model_dump(mode="json"))
     reusable = _reusable(Path(runs_dir), manifest.reuse_from)
     audited = {(r.row_id, r.member, r.round) for r in folder.read_audit()}
-    return await _drive(folder, manifest, items, rows, config, archived=archived, reusable=reusable,
+    return await _drive(folder, manifest, items, info, config, archived=archived, reusable=reusable,
                         backend=backend, provider_url=provider_url, ray_address=ray_address,
                         hooks=(on_start, on_row_done), elicited=elicited, audited=audited, stop=stop)
 
 
 async def _drive(
-    folder: RunFolder, manifest: RunManifest, items: list[BankItem], rows: list[ResponseRow], config: CouncilConfig,
-    *, archived: dict[VoteKey, JudgeCallRecord], reusable: dict[str, tuple[str, JudgeCallRecord]], backend: str,
+    folder: RunFolder, manifest: RunManifest, items: list[BankItem], info: RowsInfo, config: CouncilConfig,
+    *, archived: ArchiveIndex | None, reusable: dict[str, tuple[str, JudgeCallRecord]], backend: str,
     provider_url: str | None, ray_address: str | None, hooks: ProgressHooks,
     elicited: dict[str, ElicitedRecord], audited: set[VoteKey], stop: StopControl | None,
 ) -> RunResult:
@@ -207,19 +248,27 @@ async def _drive(
     logs.configure(folder.path / "log.jsonl")
     log = logs.get_logger("council.run").bind(run_id=folder.path.name)
     sim = None
+    if backend == "ray":
+        from council.raycluster import ensure_ray, node_count
+
+        ensure_ray(ray_address)
+        if provider_url is None and node_count() > 1:
+            raise ConfigError("the embedded provider listens on this machine's loopback, which the other nodes of "
+                              "the cluster cannot reach: serve it where they can (`council sim --host ADDRESS` on "
+                              "a node) and pass --provider-url, or use --backend local")
     if provider_url is None:
         from council.sim import SimConfig, TruthTable, prime, start_sim
 
         sim_config = SimConfig.model_validate(manifest.sim_config) if manifest.sim_config else SimConfig.planted(config.seed)
-        truth = TruthTable.from_rows(items, rows)
+        truth = TruthTable.from_rows(items, info.read())
         prime(sim_config, truth, manifest.models)  # a resumed run's earlier answers keep their truth
         sim = await start_sim(sim_config, truth)
         provider_url = sim.url
     endpoint = provider_endpoint(provider_url, config)
     models = manifest.models
     endpoints = {v: endpoint for v in [*config.roster_vendors, *(config.vendor_of(m) for m in models)]}
-    log.info("run.start", rows=len(rows), backend=backend, provider="embedded" if sim else provider_url,
-             archived_votes=len(archived), resumed=bool(manifest.resumes))
+    log.info("run.start", rows=info.rows, backend=backend, provider="embedded" if sim else provider_url,
+             archived_votes=len(archived) if archived is not None else 0, resumed=bool(manifest.resumes))
 
     if backend == "ray":
         from council.pools import RayPool
@@ -237,8 +286,8 @@ async def _drive(
                         request_key=elicit_key(m, i.prompt, config.elicit_max_tokens))
              for i in items for m in models]
     if on_start is not None:
-        on_start(len(tasks) if models else len(rows))
-    archived_cost = sum(r.cost_usd for r in archived.values()) + sum(r.cost_usd for r in elicited.values())
+        on_start(len(tasks) if models else info.rows)
+    archived_cost = (archived.cost_usd if archived is not None else 0.0) + sum(r.cost_usd for r in elicited.values())
     budget = Budget(config.budget_usd, spent_usd=archived_cost)
     started = dt.datetime.now(dt.UTC)
     stats = None
@@ -252,17 +301,19 @@ async def _drive(
 
     coordinator = Coordinator(
         config, {i.id: i for i in items}, pool, folder.append, on_row_done=on_row_done,
-        extra_names=sorted({r.model for r in rows} | {r.vendor for r in rows} | set(models)), archived=archived,
+        extra_names=sorted(info.names | set(models)), archived=archived,
         reusable=reusable, budget=budget, on_elicited=folder.append, archived_elicited=elicited, audited=audited,
         stop=stop, on_refused=refuse,
     )
+    rows = info.rows
     try:
         if models:
-            rows = await coordinator.run_elicited(tasks)
-            folder.write_lines(ROWS, rows)
+            rows = folder.write_lines(ROWS, await coordinator.run_elicited(tasks))
         else:
-            await coordinator.run(rows)
+            await coordinator.run(info.read())
     finally:
+        if archived is not None:
+            archived.close()
         folder.write_bytes("quota_stats.json", dump_json(await pool.quota_stats()))
         await pool.close()
         folder.close()
@@ -276,7 +327,7 @@ async def _drive(
     else:  # every row was taken through; some may still lack votes (failed calls, refused rows)
         folder.write_state("finished")
     summary = rescore(folder)
-    log.info("run.done", seconds=round(seconds, 3), rows=len(rows), issued=coordinator.issued,
+    log.info("run.done", seconds=round(seconds, 3), rows=rows, issued=coordinator.issued,
              served_from_archive=coordinator.served_from_archive, spent_usd=round(budget.spent_usd, 6),
              state=summary["state"]["state"], reason=stop.reason, abandoned=coordinator.abandoned)
     logs.configure(None)

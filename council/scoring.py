@@ -7,6 +7,7 @@ module turns arrays into records and names.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -22,16 +23,16 @@ WARN_RATE = 0.02  # a diagnostic above this share of votes (or rows) is printed 
 
 def score(a: VoteArrays, quorum: int, run_id: str, *, seed: int = 0, resamples: int = 1000,
           penalty: float = 1.0, simulated: bool = False, refused: frozenset[str] = frozenset()
-          ) -> tuple[list[RowVerdict], dict[str, Any]]:
-    """Verdicts of every row and the summary. Rows not graded (a panel member without a result in some
+          ) -> tuple[Iterator[RowVerdict], dict[str, Any]]:
+    """Verdicts of every row (made one at a time, as they are consumed) and the summary. Rows not graded (a panel member without a result in some
     round: budget, interrupt, provider failure) get no consensus and are left out of every score."""
     full = a
     a = full.subset(full.graded) if not full.graded.all() else full  # rows never graded are never scored
     tallied = agg.tally_rounds(a.votes)  # one count of the votes serves every metric below
     cons = agg.consensus(a.votes, quorum=quorum, tally=tallied)
     position = np.cumsum(full.graded) - 1  # a graded row's index among the graded rows
-    verdicts = [_row_verdict(i, full, cons, int(position[i]) if full.graded[i] else None, refused)
-                for i in range(len(full.row_ids))]
+    verdicts = (_row_verdict(i, full, cons, int(position[i]) if full.graded[i] else None, refused)
+                for i in range(len(full.row_ids)))
     n_models = len(a.models)
     s2, counts = agg.group_scores(cons.verdict[:, 1], a.model, n_models)
     s1, _ = agg.group_scores(cons.verdict[:, 0], a.model, n_models)
@@ -54,10 +55,7 @@ def score(a: VoteArrays, quorum: int, run_id: str, *, seed: int = 0, resamples: 
         }
         for k, name in sorted(enumerate(a.models), key=lambda kv: kv[1])
     }
-    summary["flags"] = {
-        flag: sum(flag in v.flags for v in verdicts if v.graded)
-        for flag in ("tie", "no_quorum", "tie_round1", "no_quorum_round1", "missing_votes")
-    }
+    summary["flags"] = _flag_counts(a, cons)
     summary["diagnostics"] = diagnostics(a.counters, a.members, summary["flags"]["no_quorum"], len(a.row_ids))
     if summary["panels"]["sizes_differ"]:
         summary["diagnostics"]["warnings"].append("panels differ in size (add a reserve member to the roster)")
@@ -165,6 +163,15 @@ def _panels(a: VoteArrays) -> dict[str, Any]:
     by_size = {str(k): int(v) for k, v in zip(*np.unique(sizes, return_counts=True), strict=True)}
     return {"rows_by_size": by_size, "even_panel_rows": int((sizes % 2 == 0).sum()),
             "reserve_rows": int(a.eligible[:, a.reserve].any(axis=1).sum()), "sizes_differ": len(by_size) > 1}
+
+
+def _flag_counts(a: VoteArrays, cons: agg.Consensus) -> dict[str, int]:
+    """How many graded rows carry each flag of :func:`_row_verdict` (``a`` holds the graded rows only)."""
+    tie = cons.tie & ~cons.no_quorum  # a row without quorum is flagged for that, not for a tie
+    missing = ((a.votes == agg.MISSING) & a.eligible[:, :, None]).any(axis=(1, 2))
+    return {"tie": int(tie[:, 1].sum()), "no_quorum": int(cons.no_quorum[:, 1].sum()),
+            "tie_round1": int(tie[:, 0].sum()), "no_quorum_round1": int(cons.no_quorum[:, 0].sum()),
+            "missing_votes": int(missing.sum())}
 
 
 def _row_verdict(i: int, a: VoteArrays, cons: agg.Consensus, k: int | None, refused: frozenset[str]) -> RowVerdict:
