@@ -7,6 +7,11 @@ other rows are still in round one. There is no run-wide barrier. Each vote's rec
 A vote already in the archive is not asked again: a resumed run passes the votes it had archived
 (matched by row, member, round and request key), and ``--reuse-from`` passes another run's votes (matched
 by request key alone; the copy is archived with ``reused_from``).
+
+Each row's panel is the protocol's (self-exclusion, reserves filling emptied seats). A row too large for
+the limits or a judge's context is refused before any call. ``--batch-audit`` re-asks a seeded sample of
+batched votes alone in the background. A stop (signal, budget, a vendor that cannot be used) ends the
+taking of new work; work in flight gets the grace period, then is abandoned.
 """
 
 from __future__ import annotations

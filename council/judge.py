@@ -5,8 +5,9 @@ actor in :mod:`council.actors` is a thin shell over this class.
 Scheduling: one pump per judge takes round-two votes before round-one votes (they finish rows), waits
 for a concurrency slot and for quota admission, then sends. When the vendor's request limit binds and
 its token limit has room, several rows of the same round go in one request (rate-limit-aware batching);
-the batch size comes from the quotas (:func:`council.quota.choose_batch_size`). A row missing from a
-batched answer is asked again alone.
+the batch size comes from the quotas (:func:`council.quota.choose_batch_size`). A batch never holds two
+answers to the same item (each response is judged on its own, as alone), and each vote records its
+request's rows (``batch_rows``). A row missing from a batched answer is asked again alone.
 """
 
 from __future__ import annotations

@@ -1,12 +1,14 @@
 """One council run, start to finish, and its resumption after a crash.
 
-A new run validates its inputs, opens a new run folder (never an existing one) and copies into it what
-scoring and resuming need: the manifest, the rows and the bank items they answer. It then starts the
-embedded provider unless a provider URL is given, drives the coordinator through the chosen backend
-while every vote is appended to the archive as it returns, and finally scores from the archive.
+A new run validates its inputs (in one streaming pass), opens a new run folder (never an existing one) and
+copies into it what scoring and resuming need: the manifest, the rows and the bank items they answer. It
+then starts the embedded provider unless a provider URL is given, drives the coordinator through the chosen
+backend while every vote is appended to the archive as it returns, records how the run ended in
+``state.json`` (finished, or stopped by the budget, a signal or an unusable provider), and finally scores
+from the archive.
 
 A resumed run reopens the folder, drops a torn last line (a crash mid-write), and drives the coordinator
-again with the archived votes: a vote whose result is archived is never asked again.
+again with an index of the archived votes: a vote whose result is archived is never asked again.
 """
 
 from __future__ import annotations
