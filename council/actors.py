@@ -40,7 +40,8 @@ def quota_name(vendor: str) -> str:
 
 def quota_actor(vendor: str, limits: Limits):  # noqa: ANN201 - a Ray actor handle
     """The vendor's quota actor: created on first use, then found by name from any process of the cluster."""
-    actor = QuotaActor.options(name=quota_name(vendor), namespace=NAMESPACE, get_if_exists=True).remote(limits)
+    actor = QuotaActor.options(name=quota_name(vendor), namespace=NAMESPACE, get_if_exists=True, max_restarts=-1,
+                               max_task_retries=-1).remote(limits)
     ray.get(actor.configure.remote(limits))
     return actor
 

@@ -96,7 +96,9 @@ class RayPool:
         models = list(models)
         vendors = dict.fromkeys([*config.roster_vendors, *(config.vendor_of(m) for m in models)])
         self.quotas = {v: quota_actor(v, config.settings(v).limits) for v in vendors}
-        options = {"max_concurrency": 4096, "num_cpus": 0}
+        # A judge or elicitor actor that dies is restarted, and the batches it held are sent to it again
+        # (only calls in flight at the crash can be paid twice; their results were never returned).
+        options = {"max_concurrency": 4096, "num_cpus": 0, "max_restarts": -1, "max_task_retries": -1}
         self.actors = {
             m.vendor: JudgeActor.options(**options).remote(
                 m, endpoints[m.vendor], config.judge, config.settings(m.vendor), config.seed,
