@@ -40,7 +40,6 @@ class Counters:
     cost_usd: float = 0.0
     reasked_requests: set[str] = field(default_factory=set)
     member_votes: Counter[str] = field(default_factory=Counter)
-    member_failures: Counter[str] = field(default_factory=Counter)
     member_status: dict[str, Counter[str]] = field(default_factory=dict)  # member -> parse status -> votes
     self_identified: Counter[str] = field(default_factory=Counter)  # model -> responses naming their own maker
 
@@ -58,7 +57,6 @@ class Counters:
         if len(raws) > 1:
             self.reasked_requests.add(rec.get("request_id", ""))
         self.member_votes[rec["member"]] += 1
-        self.member_failures[rec["member"]] += status in ("error", "unparseable")
         self.member_status.setdefault(rec["member"], Counter())[status] += 1
 
 

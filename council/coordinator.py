@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections.abc import Callable, Iterable, Iterator
-from typing import Protocol
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from typing import Protocol, TypeVar
 
 from council.budget import Budget, BudgetExhausted
 from council.errors import ProviderUnavailable
@@ -34,6 +34,7 @@ from council.stop import StopControl, Stopped
 from council.schema import BankItem, ElicitedRecord, JudgeCallRecord, MemberSpec, ResponseRow
 from elicitor.prompts import elicit_messages
 
+R = TypeVar("R", JudgeCallRecord, ElicitedRecord)
 VoteKey = tuple[str, str, int]  # (row_id, member, round)
 
 
@@ -151,14 +152,8 @@ class Coordinator:
             stopping.cancel()
 
     async def _elicit(self, task) -> ElicitedRecord:  # noqa: ANN001
-        if self.stop.requested:
-            raise Stopped(f"run stopping ({self.stop.reason})")
-        vendor = task.vendor
-        projected = self._projected(lambda: elicit_messages(task.prompt), self.config.elicit_max_tokens, task.model,
-                                    vendor)
-        await self.budget.reserve(projected)
-        record = await self._pool.elicit(vendor, task)
-        await self.budget.settle(projected, record.cost_usd)
+        record = await self._paid(lambda: elicit_messages(task.prompt), self.config.elicit_max_tokens, task.model,
+                                  task.vendor, lambda: self._pool.elicit(task.vendor, task))
         if self._on_elicited is not None:
             self._on_elicited(record)
         return record
@@ -242,16 +237,24 @@ class Coordinator:
         return record
 
     async def _ask(self, member: MemberSpec, task: JudgeTask) -> JudgeCallRecord:
-        """One paid call through the pool, its projected cost held against the budget meanwhile; none once
-        the run is stopping."""
+        """One judge call through the pool (see :meth:`_paid`)."""
+        def send() -> Awaitable[JudgeCallRecord]:
+            self.issued += 1
+            return self._pool.submit(member.vendor, task)
+
+        return await self._paid(lambda: single_messages(task.round, task.body), self.config.judge.max_tokens,
+                                member.judge_model, member.vendor, send)
+
+    async def _paid(self, messages: Callable[[], list[dict[str, str]]], max_tokens: int, model: str, vendor: str,
+                    call: Callable[[], Awaitable[R]]) -> R:
+        """One paid call, its projected cost held against the budget meanwhile (given back if the call
+        fails); none once the run is stopping."""
         if self.stop.requested:
             raise Stopped(f"run stopping ({self.stop.reason})")
-        projected = self._projected(lambda: single_messages(task.round, task.body), self.config.judge.max_tokens,
-                                    member.judge_model, member.vendor)
+        projected = self._projected(messages, max_tokens, model, vendor)
         await self.budget.reserve(projected)
-        self.issued += 1
         try:
-            record = await self._pool.submit(member.vendor, task)
+            record = await call()
         except BaseException:
             await self.budget.settle(projected, 0.0)
             raise

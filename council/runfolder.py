@@ -175,10 +175,13 @@ class RunFolder:
         """Append one judge-call record to its round file (shadow and audit votes to their own) and flush it."""
         name = (ELICITED if isinstance(record, ElicitedRecord) else SHADOW if record.shadow
                 else AUDIT if record.audit_of else ROUND_FILES[record.round])
+        self._append_line(name, record.model_dump(mode="json"))
+
+    def _append_line(self, name: str, obj: Any) -> None:
         handle = self._appenders.get(name)
         if handle is None:
             handle = self._appenders[name] = open(self.path / name, "ab")
-        handle.write(dump_line(record.model_dump(mode="json")))
+        handle.write(dump_line(obj))
         handle.flush()
 
     def close(self) -> None:
@@ -205,11 +208,7 @@ class RunFolder:
 
     def refuse(self, row_id: str, reason: str) -> None:
         """Record that a row was refused before any call was made (and why), flushed at once."""
-        handle = self._appenders.get(REFUSED)
-        if handle is None:
-            handle = self._appenders[REFUSED] = open(self.path / REFUSED, "ab")
-        handle.write(dump_line({"row_id": row_id, "reason": reason}))
-        handle.flush()
+        self._append_line(REFUSED, {"row_id": row_id, "reason": reason})
 
     def read_refused(self) -> dict[str, str]:
         """Refused rows: row id -> reason."""

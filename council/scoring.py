@@ -7,6 +7,7 @@ module turns arrays into records and names.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
@@ -148,11 +149,13 @@ def diagnostics(c: Counters, members: list[str], no_quorum_rows: int, rows: int)
     }
     rates = {f"{k}_rate": round(v / max(1, rows if k == "no_quorum_rows" else c.votes), 6)
              for k, v in counts.items() if k not in ("votes", "reused")}
-    per_member = {m: round(c.member_failures[m] / max(1, c.member_votes[m]), 6) for m in members}
+    status = {m: c.member_status.get(m, Counter()) for m in members}  # member -> parse status -> votes
+    share = {m: {k: s[k] / max(1, c.member_votes[m]) for k in ("ok", "extracted", "repaired", "unparseable", "error")}
+             for m, s in status.items()}
+    per_member = {m: round(r["error"] + r["unparseable"], 6) for m, r in share.items()}
     warnings = [k.removesuffix("_rate") for k, v in rates.items() if v > WARN_RATE]
     warnings += [f"member {m} errors" for m, v in per_member.items() if v > WARN_RATE]
-    parsing = {m: {f"{status}_rate": round(c.member_status.get(m, {}).get(status, 0) / max(1, c.member_votes[m]), 6)
-                   for status in ("ok", "extracted", "repaired", "unparseable", "error")} for m in members}
+    parsing = {m: {f"{k}_rate": round(v, 6) for k, v in r.items()} for m, r in share.items()}
     return {**counts, **rates, "error_rate_per_member": per_member, "parse_status_per_member": parsing,
             "self_identifying_responses": dict(sorted(c.self_identified.items())), "warnings": warnings}
 

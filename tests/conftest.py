@@ -10,6 +10,12 @@ import pytest
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 
 
+@pytest.fixture(scope="module")
+def fresh_dir(tmp_path_factory):
+    """A new empty folder per call: hypothesis runs many examples in one test, and ``tmp_path`` is one."""
+    return lambda: tmp_path_factory.mktemp("example")
+
+
 @pytest.fixture(scope="session")
 def ray_session():
     from council.raycluster import ensure_ray, shutdown_ray

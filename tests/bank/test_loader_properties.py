@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -70,26 +69,10 @@ def _write(path: Path, lines: list[bytes], bom: bool, last_end: bool = True) -> 
     path.write_bytes((b"\xef\xbb\xbf" if bom else b"") + data)
 
 
-class _Files:
-    """A fresh file path per example (hypothesis runs many examples per test function)."""
-
-    def __init__(self) -> None:
-        self._dir = tempfile.TemporaryDirectory()
-        self._n = 0
-
-    def new(self, suffix: str = ".jsonl") -> Path:
-        self._n += 1
-        return Path(self._dir.name) / f"f{self._n}{suffix}"
-
-    def close(self) -> None:
-        self._dir.cleanup()
-
-
 @pytest.fixture(scope="module")
-def files():
-    f = _Files()
-    yield f
-    f.close()
+def new_file(fresh_dir):
+    """A fresh file path per example (hypothesis runs many examples per test function)."""
+    return lambda: fresh_dir() / "f.jsonl"
 
 
 # -------------------------------------------------------------------------------------------- generators
@@ -147,12 +130,12 @@ def _file_lines(records: list[dict[str, Any]], styles: list[int], layout) -> tup
 
 @SETTINGS
 @given(data=st.data())
-def test_any_valid_bank_loads_exactly(files, data):
+def test_any_valid_bank_loads_exactly(new_file, data):
     records = data.draw(bank_records())
     styles = data.draw(st.lists(st.integers(0, 2), min_size=len(records), max_size=len(records)))
     layout = data.draw(layouts(len(records)))
     lines, _ = _file_lines(records, styles, layout)
-    path = files.new()
+    path = new_file()
     _write(path, lines, layout[0], last_end=data.draw(st.booleans()))
     items = load_bank(path)
     assert [item.model_dump() for item in items] == [{"rubric": None, "tags": [], **r} for r in records]
@@ -161,14 +144,14 @@ def test_any_valid_bank_loads_exactly(files, data):
 
 @SETTINGS
 @given(data=st.data())
-def test_any_valid_responses_load_exactly(files, data):
+def test_any_valid_responses_load_exactly(new_file, data):
     bank = data.draw(bank_records(max_size=4))
     bank_items = [BankItem.model_validate(r) for r in bank]
     records = data.draw(response_records([r["id"] for r in bank]))
     styles = data.draw(st.lists(st.integers(0, 2), min_size=len(records), max_size=len(records)))
     layout = data.draw(layouts(len(records)))
     lines, _ = _file_lines(records, styles, layout)
-    path = files.new()
+    path = new_file()
     _write(path, lines, layout[0], last_end=data.draw(st.booleans()))
     rows = load_responses(path, bank_items)
     assert len(rows) == len(records)
@@ -347,21 +330,21 @@ def _check_corrupted(path: Path, lines: list[Line], responses: bool, load) -> No
 
 @SETTINGS
 @given(data=st.data())
-def test_corrupted_bank_loads_nothing_and_names_every_bad_line(files, data):
+def test_corrupted_bank_loads_nothing_and_names_every_bad_line(new_file, data):
     _, lines, crlf, bom = data.draw(corrupted_files(responses=False))
     end = b"\r\n" if crlf else b"\n"
-    path = files.new()
+    path = new_file()
     _write(path, [line.data + end for line in lines], bom)
     _check_corrupted(path, lines, False, load_bank)
 
 
 @SETTINGS
 @given(data=st.data())
-def test_corrupted_responses_load_nothing_and_name_every_bad_line(files, data):
+def test_corrupted_responses_load_nothing_and_name_every_bad_line(new_file, data):
     bank, lines, crlf, bom = data.draw(corrupted_files(responses=True))
     items = [BankItem.model_validate(r) for r in bank]
     end = b"\r\n" if crlf else b"\n"
-    path = files.new()
+    path = new_file()
     _write(path, [line.data + end for line in lines], bom)
     _check_corrupted(path, lines, True, lambda p: load_responses(p, items))
 
@@ -371,8 +354,8 @@ def test_corrupted_responses_load_nothing_and_name_every_bad_line(files, data):
 
 @SETTINGS
 @given(data=st.binary(max_size=2000))
-def test_arbitrary_bytes_never_escape_as_another_exception(files, data):
-    path = files.new()
+def test_arbitrary_bytes_never_escape_as_another_exception(new_file, data):
+    path = new_file()
     path.write_bytes(data)
     for load in (load_bank, load_responses):
         try:

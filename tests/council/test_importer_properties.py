@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import gzip
 import re
-import tempfile
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -52,28 +51,6 @@ class Written:
     model: str | None = None
     damageable: list[Path] = field(default_factory=list)  # the files whose bytes may be damaged
     extra: dict[str, Any] = field(default_factory=dict)
-
-
-class _Dirs:
-    def __init__(self) -> None:
-        self._root = tempfile.TemporaryDirectory()
-        self._n = 0
-
-    def new(self) -> Path:
-        self._n += 1
-        path = Path(self._root.name) / f"d{self._n}"
-        path.mkdir()
-        return path
-
-    def close(self) -> None:
-        self._root.cleanup()
-
-
-@pytest.fixture(scope="module")
-def dirs():
-    d = _Dirs()
-    yield d
-    d.close()
 
 
 def _jsonl(records: list[Any]) -> bytes:
@@ -252,8 +229,8 @@ def test_every_format_has_a_writer():
 @ROUND_TRIP
 @given(data=st.data())
 @pytest.mark.parametrize("fmt", FORMATS)
-def test_well_formed_records_round_trip(dirs, fmt, data):
-    written = data.draw(WRITERS[fmt](dirs.new()))
+def test_well_formed_records_round_trip(fresh_dir, fmt, data):
+    written = data.draw(WRITERS[fmt](fresh_dir()))
     result = import_responses(written.path, fmt, items=ITEMS, model=written.model)
     assert result.problems == [] and result.skipped == 0
     got = [(r.item_id, r.model, r.vendor, r.response) for r in result.rows]
@@ -328,8 +305,8 @@ def _contents(path: Path) -> bytes:
 @DAMAGE
 @given(data=st.data())
 @pytest.mark.parametrize("fmt", FORMATS)
-def test_damaged_files_fail_cleanly_and_invent_nothing(dirs, fmt, data):
-    written = data.draw(WRITERS[fmt](dirs.new()))
+def test_damaged_files_fail_cleanly_and_invent_nothing(fresh_dir, fmt, data):
+    written = data.draw(WRITERS[fmt](fresh_dir()))
     target = data.draw(st.sampled_from(written.damageable))
     if target.suffix == ".gz" and data.draw(st.booleans()):  # damage the text inside the container
         target.write_bytes(gzip.compress(data.draw(damaged(gzip.decompress(target.read_bytes())))))
