@@ -21,6 +21,7 @@ Run from the repository root (about 2 minutes for 10k rows on 2 cores, ten times
     python bench/run_scale.py
     python bench/run_scale.py --rows 5000 --rows 20000   # a quick look
     python bench/run_scale.py --million                  # adds 1,000,000 rows (hours)
+    python bench/run_scale.py --compress-archive         # the same with the archive as zstd frames
 """
 
 from __future__ import annotations
@@ -105,12 +106,13 @@ def _status_bytes(field: str) -> int:
     return 0
 
 
-def child(responses: str, url: str, runs_dir: str, out: str) -> None:
+def child(responses: str, url: str, runs_dir: str, out: str, compress: str) -> None:
     """One run of the council in this process; figures to ``out`` as JSON."""
+    from council.config import CouncilConfig
     from council.runner import RunRequest, run_council
 
     req = RunRequest(bank=SAMPLE_BANK, responses=Path(responses), runs_dir=Path(runs_dir), run_id="scale",
-                     backend="local", provider_url=url)
+                     backend="local", provider_url=url, config=CouncilConfig(compress_archive=compress == "zstd"))
     started = time.perf_counter()
     result = asyncio.run(run_council(req))
     seconds = time.perf_counter() - started
@@ -128,7 +130,7 @@ def child(responses: str, url: str, runs_dir: str, out: str) -> None:
     Path(out).write_text(json.dumps(figures), encoding="utf-8")
 
 
-def one_size(rows: int, work: Path) -> dict:
+def one_size(rows: int, work: Path, compress: str) -> dict:
     responses = work / f"responses-{rows}.jsonl"
     make_responses(rows, responses)
     config = work / "sim.json"
@@ -137,7 +139,7 @@ def one_size(rows: int, work: Path) -> dict:
     out = work / f"figures-{rows}.json"
     runs = work / f"runs-{rows}"
     try:
-        done = subprocess.run([sys.executable, __file__, "--child", str(responses), url, str(runs), str(out)],
+        done = subprocess.run([sys.executable, __file__, "--child", str(responses), url, str(runs), str(out), compress],
                               cwd=ROOT, check=False)
     finally:
         stop_sim(proc)
@@ -154,7 +156,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, action="append", help="a size to run (repeatable)")
     ap.add_argument("--million", action="store_true", help="also run 1,000,000 rows")
-    ap.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
+    ap.add_argument("--compress-archive", action="store_true", help="runs write a zstd-compressed archive")
+    ap.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         child(*args.child)
@@ -165,12 +168,12 @@ def main() -> int:
     results = []
     with tempfile.TemporaryDirectory(prefix="run-scale-") as tmp:
         for rows in sizes:
-            f = one_size(rows, Path(tmp))
+            f = one_size(rows, Path(tmp), "zstd" if args.compress_archive else "plain")
             results.append(f)
             print(f"{f['rows']:>9,} rows: peak RSS {f['peak_rss_bytes'] / 2**20:8.1f} MiB, {f['votes']:,} votes in "
                   f"{f['seconds']:.1f} s ({f['votes_per_s']:,.0f} votes/s), archive {f['archive_bytes_per_row']:,.0f} "
                   f"bytes/row, not graded {f['not_graded_rows']}", flush=True)
-    out = {"bench": "run_scale", "sizes": results}
+    out = {"bench": "run_scale", "archive": "zstd" if args.compress_archive else "plain", "sizes": results}
     if len(results) >= 2:
         a, b = results[0], results[-1]
         growth = b["peak_rss_bytes"] - a["peak_rss_bytes"]

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import os
+import time
 
 import ray
 
-from council.config import Endpoint, JudgeParams, VendorSettings
+from council.config import CouncilConfig, Endpoint, JudgeParams, VendorSettings
 from council.judge import Judge, JudgeTask
 from council.limiter import Limiter
 from council.quota import Grant, Limits, QuotaLedger, Report
-from council.schema import JudgeCallRecord, MemberSpec
+from council.schema import BankItem, JudgeCallRecord, MemberSpec
 from council.stop import Stopped
 
 NAMESPACE = "grading-council"
@@ -38,10 +39,11 @@ def quota_name(vendor: str) -> str:
     return f"quota:{vendor}"
 
 
-def quota_actor(vendor: str, limits: Limits):  # noqa: ANN201 - a Ray actor handle
-    """The vendor's quota actor: created on first use, then found by name from any process of the cluster."""
+def quota_actor(vendor: str, limits: Limits, **options):  # noqa: ANN003, ANN201 - Ray options; an actor handle
+    """The vendor's quota actor: created on first use, then found by name from any process of the cluster
+    (``options``, such as a scheduling strategy, apply when it is created)."""
     actor = QuotaActor.options(name=quota_name(vendor), namespace=NAMESPACE, get_if_exists=True, max_restarts=-1,
-                               max_task_retries=-1).remote(limits)
+                               max_task_retries=-1, **options).remote(limits)
     ray.get(actor.configure.remote(limits))
     return actor
 
@@ -92,3 +94,83 @@ class ElicitorActor:
 
     async def close(self) -> None:
         await self._elicitor.close()
+
+
+@ray.remote
+class ShardActor:
+    """A shard worker of a sharded run: its own judges, leasing from the vendors' quota actors; its records go to
+    the run's writer actor in batches."""
+
+    def __init__(self, index: int, config: CouncilConfig, items: list[BankItem], endpoints: dict[str, Endpoint],
+                 names: list[str], writer, budget, grace_s: float) -> None:  # noqa: ANN001 - actor handles
+        from council.budget import LeasedBudget
+        from council.cluster.shard import RecordLink, ShardWorker
+        from council.pools import LocalPool
+
+        holder = f"shard{index}:{os.getpid()}"
+
+        async def send(records: list, refusals: list) -> None:
+            await writer.write.remote(records, refusals)
+
+        async def fetch(row_ids: list[str]) -> tuple:
+            return await writer.fetch.remote(row_ids)
+
+        async def lease(want_usd: float, spent_usd: float) -> float:
+            return await budget.lease.remote(holder, want_usd, spent_usd)
+
+        pool = LocalPool(config, endpoints, ledger=RayLedger, holder=holder)
+        leased = LeasedBudget(config.budget_usd, lease) if budget is not None else None
+        self._worker = ShardWorker(config, items, pool, RecordLink(send), fetch, names, grace_s=grace_s, budget=leased)
+
+    def ready(self) -> str:
+        return ray.get_runtime_context().get_node_id()
+
+    async def grade(self, lines: list[bytes]) -> dict:
+        return await self._worker.grade(lines)
+
+    def request_stop(self, reason: str, detail: str | None) -> None:
+        self._worker.request_stop(reason, detail)
+
+    def totals(self) -> dict:
+        return {**self._worker.totals(), "pid": os.getpid(), "cpu_s": time.process_time()}
+
+    async def close(self) -> None:
+        await self._worker.close()
+
+
+@ray.remote
+class WriterActor:
+    """The one writer of a sharded run's folder, on the node that holds it (one call at a time, in order)."""
+
+    def __init__(self, path: str, members: list[str]) -> None:
+        from council.cluster.writer import RunWriter
+
+        self._writer = RunWriter(path, members)
+
+    def write(self, records: list[JudgeCallRecord], refusals: list[tuple[str, str]]) -> int:
+        return self._writer.write(records, refusals)
+
+    def fetch(self, row_ids: list[str]) -> tuple:
+        return self._writer.fetch(row_ids)
+
+    def stats(self) -> dict:
+        return {"written": self._writer.written, "pid": os.getpid(), "cpu_s": time.process_time()}
+
+    def close(self) -> None:
+        self._writer.close()
+
+
+@ray.remote(num_cpus=0)
+class BudgetActor:
+    """The budget of a sharded run, on the head node: shard workers lease allowances from it."""
+
+    def __init__(self, limit_usd: float, spent_usd: float) -> None:
+        from council.budget import BudgetLedger
+
+        self._ledger = BudgetLedger(limit_usd, spent_usd)
+
+    def lease(self, holder: str, want_usd: float, spent_usd: float) -> float:
+        return self._ledger.lease(holder, want_usd, spent_usd)
+
+    def spent(self) -> float:
+        return self._ledger.spent_usd

@@ -5,6 +5,7 @@ One pass over ``rows.jsonl`` and the round files yields everything the aggregato
 row-level index arrays (model, item, probe, gold, stated confidence), the shadow votes of the
 ``--shadow-self`` audit, and the diagnostic counters. Records are read as plain JSON (no model validation
 per line), so millions of votes stream in seconds; a later record of the same vote supersedes an earlier.
+Plain and zstd-compressed archives (:mod:`council.archive`) are read alike.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import numpy as np
 import orjson
 
 import aggregator as agg
+from council import archive
 from council.errors import RunFolderError
 from council.anonymise import self_identifies
 from council.protocol import panel
@@ -167,21 +169,17 @@ def build(folder: Path, roster: list[MemberSpec], self_exclusion: bool, probe_by
 
 
 def _stream(path: Path, *, torn_ok: bool = False, missing_ok: bool = False):  # noqa: ANN202 - a generator
-    """Parsed JSON lines of ``path``; a torn last line is skipped where ``torn_ok``."""
-    try:
-        handle = open(path, "rb")
-    except FileNotFoundError:
+    """Parsed JSON lines of ``path`` (plain or compressed); a torn last line is skipped where ``torn_ok``."""
+    if not archive.exists(path):
         if missing_ok or torn_ok:
             return
-        raise RunFolderError(f"{path}: file not found") from None
-    with handle:
-        number = 0
-        for number, line in enumerate(handle, start=1):  # noqa: B007 - the number is used in errors
-            if not line.strip():
-                continue
-            try:
-                yield orjson.loads(line)
-            except orjson.JSONDecodeError as exc:
-                if torn_ok and not line.endswith(b"\n"):
-                    return  # a crash mid-write: the last line is torn
-                raise RunFolderError(f"{path}:{number}: {exc}") from exc
+        raise RunFolderError(f"{path}: file not found")
+    for number, line in enumerate(archive.iter_lines(path), start=1):
+        if not line.strip():
+            continue
+        try:
+            yield orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            if torn_ok and not line.endswith(b"\n"):
+                return  # a crash mid-write: the last line is torn
+            raise RunFolderError(f"{path}:{number}: {exc}") from exc

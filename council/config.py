@@ -147,6 +147,7 @@ class CouncilConfig(_Frozen):
     timeouts: Timeouts = Field(default_factory=Timeouts)  # every provider call's per-phase HTTP timeouts
     retry: RetryPolicy = Field(default_factory=RetryPolicy)  # retries, backoff and the circuit breaker
     rows_in_flight: int = Field(default=1024, ge=1)
+    compress_archive: bool = False  # the run folder's archive and rows as zstd frames (read transparently)
     model_prices: dict[str, tuple[float, float]] = Field(default_factory=dict)  # model -> USD per M tokens in/out
     elicit_max_tokens: int = Field(default=512, ge=16)
     budget_usd: float | None = Field(default=None, gt=0)

@@ -84,6 +84,10 @@ class Coordinator:
         self.error: ProviderUnavailable | None = None
         self._audits: set[asyncio.Task[None]] = set()
 
+    def note_audited(self, keys: Iterable[VoteKey]) -> None:
+        """Votes whose batch audit is already archived (a shard learns them chunk by chunk)."""
+        self._audited.update(keys)
+
     async def run(self, rows: Iterable[ResponseRow]) -> None:
         """Grade every row; at most ``config.rows_in_flight`` rows are in progress at once. A budget that
         runs out stops new rows; the votes in flight finish and are archived."""
@@ -142,7 +146,7 @@ class Coordinator:
                 try:
                     await asyncio.wait_for(asyncio.shield(everything), self.stop.grace_s)
                 except TimeoutError:
-                    self.abandoned = sum(not w.done() for w in workers)
+                    self.abandoned += sum(not w.done() for w in workers)
                     for w in workers:
                         w.cancel()
                     await asyncio.gather(*workers, return_exceptions=True)

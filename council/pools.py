@@ -8,13 +8,13 @@ of the cluster draws on otherwise.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Protocol
 
 from council.config import CouncilConfig, Endpoint
 from council.dispatch import MicroBatcher
 from council.judge import Judge, JudgeTask
-from council.limiter import Limiter, LocalLedger
+from council.limiter import LedgerHandle, Limiter, LocalLedger
 from council.quota import QuotaLedger
 from council.schema import ElicitedRecord, JudgeCallRecord
 from council.stop import Stopped
@@ -44,9 +44,12 @@ def _model_prices(config: CouncilConfig, models: Iterable[str], vendor: str) -> 
 
 
 class LocalPool:
-    """Every vendor's judge, elicitor and quota in this process and event loop (``--backend local``)."""
+    """Every vendor's judge and elicitor in this process and event loop (``--backend local``, and each shard
+    worker of a sharded run). Quotas are in-process ledgers, or whatever ``ledger`` hands out for a vendor
+    (the cluster-wide quota actors, for a shard worker); ``holder`` names this process to them."""
 
-    def __init__(self, config: CouncilConfig, endpoints: dict[str, Endpoint], models: Iterable[str] = ()) -> None:
+    def __init__(self, config: CouncilConfig, endpoints: dict[str, Endpoint], models: Iterable[str] = (), *,
+                 ledger: Callable[[str], LedgerHandle] | None = None, holder: str = "local") -> None:
         from elicitor import Elicitor
 
         models = list(models)
@@ -55,9 +58,10 @@ class LocalPool:
         limiters: dict[str, Limiter] = {}
         for v in vendors:
             settings = config.settings(v)
-            self.ledgers[v] = QuotaLedger(settings.limits)
-            limiters[v] = Limiter(LocalLedger(self.ledgers[v]), f"local:{v}", concurrency=settings.concurrency,
-                                  seed=config.seed)
+            if ledger is None:
+                self.ledgers[v] = QuotaLedger(settings.limits)
+            handle = LocalLedger(self.ledgers[v]) if ledger is None else ledger(v)
+            limiters[v] = Limiter(handle, f"{holder}:{v}", concurrency=settings.concurrency, seed=config.seed)
         self.judges = {
             m.vendor: Judge(m, endpoints[m.vendor], config.judge, limiter=limiters[m.vendor],
                             max_batch=config.settings(m.vendor).max_batch, seed=config.seed,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import os
 import secrets
 import sys
 from collections.abc import Callable, Iterable, Iterator
@@ -26,7 +27,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from bank import ResponsesFingerprint, check_responses, dataset_fingerprint, iter_responses, load_bank
-from council import logs
+from council import archive, logs
 from council.budget import Budget
 from council.config import CouncilConfig, Endpoint, validation_problems
 from council.coordinator import Coordinator, VoteKey
@@ -59,6 +60,7 @@ class RunRequest:
     rows: list[ResponseRow] | None = None  # already imported (another benchmark's format); else read responses
     skipped_inputs: list[str] = field(default_factory=list)  # records left out on purpose (--skip-invalid)
     command: str = "run"
+    shards: int = 0  # spread the rows over this many shard workers (Ray actors across the cluster); 0: none
 
 
 @dataclass
@@ -72,6 +74,7 @@ class RunResult:
     budget: Budget | None = None
     stop: StopControl | None = None
     error: ProviderUnavailable | None = None  # the vendor that could not be used, when that stopped the run
+    processes: dict[str, Any] | None = None  # a sharded run: each worker's node, votes and CPU; the writer's
 
     @property
     def stopped_by_budget(self) -> bool:
@@ -88,7 +91,7 @@ class RunResult:
         return int(self.summary.get("not_graded_rows", 0))
 
 
-ProgressHooks = tuple[Callable[[int], None] | None, Callable[[ResponseRow], None] | None]
+ProgressHooks = tuple[Callable[[int], None] | None, Callable[[int], None] | None]  # total; rows done
 
 
 def new_run_id() -> str:
@@ -113,12 +116,13 @@ async def run_council(
     req: RunRequest,
     *,
     on_start: Callable[[int], None] | None = None,
-    on_row_done: Callable[[ResponseRow], None] | None = None,
+    on_progress: Callable[[int], None] | None = None,
     stop: StopControl | None = None,
 ) -> RunResult:
     if req.backend not in BACKENDS:
         raise ConfigError(f"unknown backend {req.backend!r}; choose one of {', '.join(BACKENDS)}")
     check_budget(req.config, req.models)
+    _check_shards(req.shards, req.backend, req.models, req.reuse_from, req.config)
     if req.provider_url is not None:
         provider_endpoint(req.provider_url)  # a bad URL is refused before anything is written
     items = load_bank(req.bank)
@@ -127,7 +131,7 @@ async def run_council(
         scan = check_responses(req.responses, items, vendor_map=req.config.vendor_map)
     reusable = _reusable(req.runs_dir, req.reuse_from)
     sim_config = _sim_config(req) if req.provider_url is None else None
-    folder = RunFolder.create(req.runs_dir, req.run_id or new_run_id())
+    folder = RunFolder.create(req.runs_dir, req.run_id or new_run_id(), compress=req.config.compress_archive)
     if req.models:
         info = RowsInfo()
         used = {i.id for i in items}
@@ -148,13 +152,13 @@ async def run_council(
         responses_fingerprint="" if req.models else info.fingerprint, rows=info.rows,
         versions=_versions(), config=req.config.model_dump(mode="json"), sim_config=sim_config,
         reuse_from=list(req.reuse_from), models=list(req.models), skipped_inputs=list(req.skipped_inputs),
-        elicit_prompt_version=ELICIT_VERSION if req.models else None, elicit_prompt_hash=ELICIT_HASH if req.models else None,
+        shards=req.shards, elicit_prompt_version=ELICIT_VERSION if req.models else None, elicit_prompt_hash=ELICIT_HASH if req.models else None,
     )
     folder.write_json(MANIFEST, manifest.model_dump(mode="json"))
     folder.write_lines(ITEMS, [i for i in items if i.id in used])
     return await _drive(folder, manifest, items, info, req.config, archived=None, reusable=reusable,
                         backend=req.backend, provider_url=req.provider_url, ray_address=req.ray_address,
-                        hooks=(on_start, on_row_done), elicited={}, audited=set(), stop=stop)
+                        hooks=(on_start, on_progress), shards=req.shards, elicited={}, audited=set(), stop=stop)
 
 
 class RowsInfo:
@@ -181,6 +185,12 @@ class RowsInfo:
             yield row
         self.fingerprint = builder.hexdigest()
 
+    def lines(self) -> Iterator[bytes]:
+        """The rows of the run folder as raw JSON lines (a sharded run hands them out unparsed)."""
+        if self.path is None:
+            return iter(())
+        return archive.iter_lines(self.path / ROWS)
+
     def read(self) -> Iterator[ResponseRow]:
         """The rows of the run folder, one at a time (none for a run that elicits its rows)."""
         if self.path is None:
@@ -195,10 +205,11 @@ async def resume_council(
     backend: str | None = None,
     provider_url: str | None = None,
     ray_address: str | None = None,
+    shards: int | None = None,
     budget_usd: float | None = None,
     command: str = "run --resume",
     on_start: Callable[[int], None] | None = None,
-    on_row_done: Callable[[ResponseRow], None] | None = None,
+    on_progress: Callable[[int], None] | None = None,
     stop: StopControl | None = None,
 ) -> RunResult:
     """Continue ``run_id`` from its archive, with the configuration it was started with."""
@@ -235,17 +246,19 @@ async def resume_council(
     audited = {(r.row_id, r.member, r.round) for r in folder.read_audit()}
     return await _drive(folder, manifest, items, info, config, archived=archived, reusable=reusable,
                         backend=backend, provider_url=provider_url, ray_address=ray_address,
-                        hooks=(on_start, on_row_done), elicited=elicited, audited=audited, stop=stop)
+                        hooks=(on_start, on_progress), shards=manifest.shards if shards is None else shards,
+                        elicited=elicited, audited=audited, stop=stop)
 
 
 async def _drive(
     folder: RunFolder, manifest: RunManifest, items: list[BankItem], info: RowsInfo, config: CouncilConfig,
     *, archived: ArchiveIndex | None, reusable: dict[str, tuple[str, JudgeCallRecord]], backend: str,
-    provider_url: str | None, ray_address: str | None, hooks: ProgressHooks,
+    provider_url: str | None, ray_address: str | None, hooks: ProgressHooks, shards: int,
     elicited: dict[str, ElicitedRecord], audited: set[VoteKey], stop: StopControl | None,
 ) -> RunResult:
-    on_start, on_row_done = hooks
+    on_start, on_progress = hooks
     stop = stop or StopControl()
+    _check_shards(shards, backend, manifest.models, manifest.reuse_from, config)
     folder.write_state("running")
     logs.configure(folder.path / "log.jsonl")
     log = logs.get_logger("council.run").bind(run_id=folder.path.name)
@@ -253,7 +266,8 @@ async def _drive(
     if backend == "ray":
         from council.raycluster import ensure_ray, node_count
 
-        ensure_ray(ray_address)
+        # A local instance gets a logical CPU per shard worker, so every worker is placed on this machine.
+        ensure_ray(ray_address, num_cpus=max(os.cpu_count() or 1, shards) if shards and not ray_address else None)
         if provider_url is None and node_count() > 1:
             raise ConfigError("the embedded provider listens on this machine's loopback, which the other nodes of "
                               "the cluster cannot reach: serve it where they can (`council sim --host ADDRESS` on "
@@ -269,30 +283,107 @@ async def _drive(
     endpoint = provider_endpoint(provider_url, config)
     models = manifest.models
     endpoints = {v: endpoint for v in [*config.roster_vendors, *(config.vendor_of(m) for m in models)]}
-    log.info("run.start", rows=info.rows, backend=backend, provider="embedded" if sim else provider_url,
+    log.info("run.start", rows=info.rows, backend=backend, shards=shards, provider="embedded" if sim else provider_url,
              archived_votes=len(archived) if archived is not None else 0, resumed=bool(manifest.resumes))
+    if on_start is not None:
+        on_start(len(items) * len(models) if models else info.rows)
+    names = sorted(info.names | set(models))
+    started = dt.datetime.now(dt.UTC)
+    stats = None
+    try:
+        if shards:
+            spent = 0.0
+            if archived is not None:
+                spent = archived.cost_usd
+                archived.close()  # the writer on this node keeps the index of a sharded run
+            from council.cluster.driver import drive_shards
 
+            done = await drive_shards(folder.path, info.lines(), config, items, endpoints, names, shards, stop,
+                                      rows=info.rows, spent_usd=spent, on_progress=on_progress)
+            budget = None
+            if config.budget_usd is not None:
+                budget = Budget(config.budget_usd, spent_usd=done.spent_usd or spent)
+                budget.exhausted = stop.reason == "budget"
+            outcome = Outcome(done.issued, done.served_from_archive, done.abandoned, info.rows,
+                              ProviderUnavailable(done.error) if done.error else None, budget, done.quota_stats or {},
+                              {"workers": done.workers, "writer": done.writer, "placement_s": done.placement_s})
+            log.info("shards.done", **outcome.processes)
+        else:
+            outcome = await _grade_here(folder, items, info, config, endpoints, names, models, archived=archived,
+                                        reusable=reusable, backend=backend, on_progress=on_progress,
+                                        elicited=elicited, audited=audited, stop=stop, log=log)
+    finally:
+        folder.close()
+        if sim is not None:
+            stats = await sim.stats()
+            folder.write_bytes("provider_stats.json", dump_json(stats))
+            await sim.close()
+    folder.write_bytes("quota_stats.json", dump_json(outcome.quota_stats))
+    seconds = (dt.datetime.now(dt.UTC) - started).total_seconds()
+    if stop.requested:
+        folder.write_state("stopped", stop.reason, stop.detail, abandoned=outcome.abandoned)
+    else:  # every row was taken through; some may still lack votes (failed calls, refused rows)
+        folder.write_state("finished")
+    summary = rescore(folder)
+    log.info("run.done", seconds=round(seconds, 3), rows=outcome.rows, issued=outcome.issued,
+             served_from_archive=outcome.served_from_archive, spent_usd=round(summary["cost_usd"], 6),
+             state=summary["state"]["state"], reason=stop.reason, abandoned=outcome.abandoned)
+    logs.configure(None)
+    return RunResult(run_dir=folder.path, summary=summary, seconds=seconds, provider_stats=stats,
+                     issued=outcome.issued, served_from_archive=outcome.served_from_archive, budget=outcome.budget,
+                     stop=stop, error=outcome.error, processes=outcome.processes)
+
+
+@dataclass
+class Outcome:
+    """How the grading of a run went, however it was spread."""
+
+    issued: int
+    served_from_archive: int
+    abandoned: int
+    rows: int
+    error: ProviderUnavailable | None
+    budget: Budget | None
+    quota_stats: dict[str, dict]
+    processes: dict[str, Any] | None = None
+
+
+def _check_shards(shards: int, backend: str, models: list[str], reuse_from: list[str], config: CouncilConfig) -> None:
+    """What a sharded run cannot do (yet), refused before anything starts."""
+    if not shards:
+        return
+    problems = []
+    if backend != "ray":
+        problems.append("--shards needs the ray backend")
+    if models:
+        problems.append("elicitation (--models) runs on one node")
+    if reuse_from:
+        problems.append("--reuse-from is served by a single-node run")
+    if problems:
+        raise ConfigError(f"--shards {shards}: {'; '.join(problems)}; leave out --shards for this run")
+
+
+async def _grade_here(
+    folder: RunFolder, items: list[BankItem], info: RowsInfo, config: CouncilConfig, endpoints: dict[str, Endpoint],
+    names: list[str], models: list[str], *, archived: ArchiveIndex | None, reusable: dict[str, tuple[str, JudgeCallRecord]],
+    backend: str, on_progress: Callable[[int], None] | None, elicited: dict[str, ElicitedRecord],
+    audited: set[VoteKey], stop: StopControl, log: Any,
+) -> Outcome:
+    """Grade the run from this process: one coordinator, the judges in this process or in one actor each."""
     if backend == "ray":
         from council.pools import RayPool
-        from council.raycluster import ensure_ray
 
-        ensure_ray(ray_address)
         pool: Any = RayPool(config, endpoints, models)
     else:
         from council.pools import LocalPool
 
         pool = LocalPool(config, endpoints, models)
     stop.on_request(lambda: asyncio.ensure_future(pool.cancel_queued()))  # queued votes are never sent
-
     tasks = [ElicitTask(row_id=f"{i.id}::{m}", item_id=i.id, model=m, vendor=config.vendor_of(m), prompt=i.prompt,
                         request_key=elicit_key(m, i.prompt, config.elicit_max_tokens))
              for i in items for m in models]
-    if on_start is not None:
-        on_start(len(tasks) if models else info.rows)
     archived_cost = (archived.cost_usd if archived is not None else 0.0) + sum(r.cost_usd for r in elicited.values())
     budget = Budget(config.budget_usd, spent_usd=archived_cost)
-    started = dt.datetime.now(dt.UTC)
-    stats = None
     refused = folder.read_refused()
 
     def refuse(row: ResponseRow, reason: str) -> None:
@@ -302,10 +393,10 @@ async def _drive(
             log.warning("row.refused", row_id=row.row_id, reason=reason)
 
     coordinator = Coordinator(
-        config, {i.id: i for i in items}, pool, folder.append, on_row_done=on_row_done,
-        extra_names=sorted(info.names | set(models)), archived=archived,
-        reusable=reusable, budget=budget, on_elicited=folder.append, archived_elicited=elicited, audited=audited,
-        stop=stop, on_refused=refuse,
+        config, {i.id: i for i in items}, pool, folder.append,
+        on_row_done=None if on_progress is None else lambda _row: on_progress(1),
+        extra_names=names, archived=archived, reusable=reusable, budget=budget, on_elicited=folder.append,
+        archived_elicited=elicited, audited=audited, stop=stop, on_refused=refuse,
     )
     rows = info.rows
     try:
@@ -316,26 +407,10 @@ async def _drive(
     finally:
         if archived is not None:
             archived.close()
-        folder.write_bytes("quota_stats.json", dump_json(await pool.quota_stats()))
+        quota_stats = await pool.quota_stats()
         await pool.close()
-        folder.close()
-        if sim is not None:
-            stats = await sim.stats()
-            folder.write_bytes("provider_stats.json", dump_json(stats))
-            await sim.close()
-    seconds = (dt.datetime.now(dt.UTC) - started).total_seconds()
-    if stop.requested:
-        folder.write_state("stopped", stop.reason, stop.detail, abandoned=coordinator.abandoned)
-    else:  # every row was taken through; some may still lack votes (failed calls, refused rows)
-        folder.write_state("finished")
-    summary = rescore(folder)
-    log.info("run.done", seconds=round(seconds, 3), rows=rows, issued=coordinator.issued,
-             served_from_archive=coordinator.served_from_archive, spent_usd=round(budget.spent_usd, 6),
-             state=summary["state"]["state"], reason=stop.reason, abandoned=coordinator.abandoned)
-    logs.configure(None)
-    return RunResult(run_dir=folder.path, summary=summary, seconds=seconds, provider_stats=stats,
-                     issued=coordinator.issued, served_from_archive=coordinator.served_from_archive, budget=budget,
-                     stop=stop, error=coordinator.error)
+    return Outcome(coordinator.issued, coordinator.served_from_archive, coordinator.abandoned, rows, coordinator.error,
+                   budget, quota_stats)
 
 
 def provider_endpoint(url: str, config: CouncilConfig | None = None) -> Endpoint:

@@ -229,6 +229,7 @@ class RunManifest(_Strict):
     quorum: int
     seed: int
     backend: str
+    shards: int = 0  # shard workers the run was started with (0: one coordinator)
     provider_url: str | None
     judge_prompt_version: str
     prompt_hashes: dict[str, str]

@@ -1,0 +1,136 @@
+"""A shard worker: one coordinator that drives the rows it is handed through both rounds.
+
+Plain Python; the Ray actor in :mod:`council.actors` is a shell over it. Rows arrive in chunks of raw JSON
+lines. Before a chunk is graded, the archived results of its votes are fetched from the run's writer, so a
+chunk sent again (its worker died, or the run was resumed) never pays twice for a vote whose record reached
+the archive. Records and refusals go to the writer in batches (:class:`RecordLink`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import orjson
+
+from council.budget import Budget, LeasedBudget
+from council.coordinator import Coordinator, VoteKey
+from council.pools import JudgePool
+from council.schema import BankItem, JudgeCallRecord, ResponseRow
+from council.stop import StopControl
+
+Send = Callable[[list[JudgeCallRecord], list[tuple[str, str]]], Awaitable[None]]
+Fetch = Callable[[list[str]], Awaitable[tuple[list[JudgeCallRecord], list[VoteKey]]]]
+
+
+class RecordLink:
+    """Records (and refused rows) on their way to the writer, sent in batches: as soon as ``max_batch`` wait,
+    or ``linger_s`` after the first of a batch. :meth:`flush` returns once the writer has everything put so far.
+    A record still waiting here when its process dies was paid for but not archived: ``linger_s`` bounds that."""
+
+    def __init__(self, send: Send, *, max_batch: int = 256, linger_s: float = 0.02) -> None:
+        self._send = send
+        self._max_batch = max_batch
+        self._linger_s = linger_s
+        self._records: list[JudgeCallRecord] = []
+        self._refusals: list[tuple[str, str]] = []
+        self._timer: asyncio.TimerHandle | None = None
+        self._sending: set[asyncio.Task[None]] = set()
+        self.sent = 0
+
+    def put(self, record: JudgeCallRecord) -> None:
+        self._records.append(record)
+        self._later()
+
+    def refuse(self, row_id: str, reason: str) -> None:
+        self._refusals.append((row_id, reason))
+        self._later()
+
+    def _later(self) -> None:
+        if len(self._records) + len(self._refusals) >= self._max_batch:
+            self._send_now()
+        elif self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(self._linger_s, self._send_now)
+
+    def _send_now(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if not self._records and not self._refusals:
+            return
+        records, self._records = self._records, []
+        refusals, self._refusals = self._refusals, []
+        self.sent += len(records)
+        task = asyncio.ensure_future(self._send(records, refusals))
+        self._sending.add(task)
+        task.add_done_callback(self._sending.discard)
+
+    async def flush(self) -> None:
+        """Send what waits and wait for every batch sent so far; a batch the writer did not take raises."""
+        self._send_now()
+        while self._sending:
+            await asyncio.gather(*list(self._sending))
+
+
+class _Known:
+    """The archived results of the votes of the chunks in progress (the coordinator's ``archived``)."""
+
+    def __init__(self) -> None:
+        self.votes: dict[VoteKey, JudgeCallRecord] = {}
+
+    def get(self, key: VoteKey) -> JudgeCallRecord | None:
+        return self.votes.get(key)
+
+
+class ShardWorker:
+    """Grades chunks of rows with one coordinator; several chunks may be in progress at once."""
+
+    def __init__(self, config: Any, items: list[BankItem], pool: JudgePool, link: RecordLink, fetch: Fetch,
+                 names: list[str], *, grace_s: float = 6.0, budget: Budget | None = None) -> None:
+        self.config = config
+        self.pool = pool
+        self.link = link
+        self._fetch = fetch
+        self.stop = StopControl(grace_s)
+        self.stop.on_request(lambda: asyncio.ensure_future(pool.cancel_queued()))  # queued votes are never sent
+        self._known = _Known()
+        self.rows_done = 0
+        self.budget = budget
+        self.coordinator = Coordinator(
+            config, {i.id: i for i in items}, pool, link.put, on_row_done=self._row_done, extra_names=names,
+            archived=self._known, budget=budget, stop=self.stop, on_refused=lambda row, reason: link.refuse(row.row_id, reason))
+
+    def _row_done(self, _row: ResponseRow) -> None:
+        self.rows_done += 1
+
+    async def grade(self, lines: list[bytes]) -> dict[str, Any]:
+        """Grade one chunk; returns how it ended (``stopped`` names the reason when this worker is stopping)."""
+        context = {"vendor_map": self.config.vendor_map}
+        rows = [ResponseRow.model_validate(orjson.loads(line), context=context) for line in lines]
+        records, audited = await self._fetch([r.row_id for r in rows])
+        keys = [(r.row_id, r.member, r.round) for r in records]
+        self._known.votes.update(zip(keys, records, strict=True))
+        self.coordinator.note_audited(audited)
+        try:
+            await self.coordinator.run(rows)
+        finally:
+            for key in keys:
+                self._known.votes.pop(key, None)
+            await self.link.flush()
+        return {"rows": len(rows), "stopped": self.stop.reason, "detail": self.stop.detail}
+
+    def request_stop(self, reason: str, detail: str | None = None) -> None:
+        self.stop.request(reason, detail)
+
+    def totals(self) -> dict[str, Any]:
+        c = self.coordinator
+        return {"issued": c.issued, "served_from_archive": c.served_from_archive, "abandoned": c.abandoned,
+                "rows_done": self.rows_done, "records_sent": self.link.sent,
+                "error": str(c.error) if c.error is not None else None}
+
+    async def close(self) -> None:
+        await self.link.flush()
+        await self.pool.close()
+        if isinstance(self.budget, LeasedBudget):
+            await self.budget.report()

@@ -1,0 +1,220 @@
+"""Sharded runs on a real multi-node Ray cluster on this machine (``ray.cluster_utils.Cluster``: a head node
+and three worker nodes, every socket on 127.0.0.1).
+
+- a sharded run's verdicts equal a single-process run's with the same seed and provider;
+- a worker node removed mid-run: the run completes, no row is lost, and the provider billed no more calls
+  than an undisturbed run plus what can be in flight;
+- a vendor's quota actor killed mid-run is restarted and the run completes with the same verdicts.
+
+The provider is the embedded one, served as its own process on 127.0.0.1 (every node of this cluster shares
+that address); one provider process per run, so its billing counts belong to that run alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import os
+import signal
+
+import pytest
+
+import bank
+from council.config import CouncilConfig
+from council.runner import RunRequest, run_council
+from council.sim import SimConfig
+from tests.council._provider import quiet, sim_process
+from tests.council.test_end_to_end import lines, subset
+
+WORLD = quiet(SimConfig.planted(seed=0), error_rate=0.0, timeout_rate=0.0, reset_rate=0.0, bad_body_rate=0.0,
+              slow_rate=0.0, storm_429=0.0, latency_ms=25.0, latency_jitter_ms=0.0)
+
+
+@pytest.fixture(scope="module")
+def local_cluster():
+    import ray
+    from ray.cluster_utils import Cluster
+
+    from council.raycluster import LOOPBACK, ensure_ray, shutdown_ray
+
+    had_session = ray.is_initialized()
+    shutdown_ray()  # this module's cluster replaces the session's single-node instance for a while
+    fast_failure = {"health_check_period_ms": 500, "health_check_failure_threshold": 4}
+    cluster = Cluster(initialize_head=True, head_node_args={
+        "num_cpus": 0, "node_ip_address": LOOPBACK, "include_dashboard": False, "_system_config": fast_failure})
+    workers = [cluster.add_node(num_cpus=2, node_ip_address=LOOPBACK) for _ in range(3)]
+    cluster.wait_for_nodes()
+    ensure_ray(cluster.address)
+    try:
+        yield cluster, workers
+    finally:
+        shutdown_ray()
+        cluster.shutdown()
+        if had_session:
+            ensure_ray(num_cpus=2)
+
+
+def request(tmp_path, responses, run_id: str, url: str, **extra) -> RunRequest:
+    return RunRequest(bank=bank.SAMPLE_BANK, responses=responses, runs_dir=tmp_path / "runs", run_id=run_id,
+                      provider_url=url, config=CouncilConfig(), **extra)
+
+
+async def billed(url: str) -> int:
+    import aiohttp
+
+    async with aiohttp.ClientSession() as session, session.get(url.rsplit("/v1", 1)[0] + "/v1/sim/stats") as resp:
+        stats = await resp.json()
+    return sum(v["billed"] for v in stats["vendors"].values())
+
+
+async def reference_run(tmp_path, responses, config: CouncilConfig | None = None) -> tuple:
+    with sim_process(WORLD, tmp_path, "--responses", str(responses)) as url:
+        req = request(tmp_path, responses, "reference", url, backend="local")
+        result = await run_council(req if config is None else dataclasses.replace(req, config=config))
+        return result, await billed(url)
+
+
+def actors(class_name: str, *, alive: bool = True) -> list[dict]:
+    from ray._private import state  # the GCS actor table (the state API needs the dashboard, off here)
+
+    return [a for a in state.actors().values()
+            if a["ActorClassName"] == class_name and (a["State"] == "ALIVE" or not alive)]
+
+
+def lose_node(cluster, node) -> None:
+    """What the loss of a machine does: its raylet and every worker process on it killed at once (a removed
+    node's workers would otherwise linger until they notice their raylet is gone)."""
+    doomed = [a["Pid"] for a in actors("ShardActor") if a["Address"]["NodeID"] == node.node_id]
+    cluster.remove_node(node, allow_graceful=False)
+    for pid in doomed:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+async def until_archived(run_dir, votes: int, run: asyncio.Task) -> None:
+    round1 = run_dir / "round1.jsonl"
+    for _ in range(1200):  # bounded: 60 s
+        await asyncio.sleep(0.05)
+        assert not run.done(), "the run finished before the fault could be injected"
+        if round1.exists() and round1.read_bytes().count(b"\n") >= votes:
+            return
+    raise AssertionError("no votes were archived")
+
+
+async def test_sharded_run_matches_one_process(tmp_path, local_cluster):
+    cluster, _ = local_cluster
+    responses = subset(tmp_path, 8)
+    reference, reference_billed = await reference_run(tmp_path, responses)
+    with sim_process(WORLD, tmp_path, "--responses", str(responses)) as url:
+        result = await run_council(request(tmp_path, responses, "sharded", url, backend="ray", shards=3,
+                                           ray_address=cluster.address))
+        sharded_billed = await billed(url)
+    assert result.complete and result.summary["not_graded_rows"] == 0
+    assert lines(result.run_dir / "verdicts.jsonl") == lines(reference.run_dir / "verdicts.jsonl")
+    assert sharded_billed == reference_billed  # nothing paid twice
+    assert result.issued == reference.issued
+    quota = orjson_load(result.run_dir / "quota_stats.json")
+    assert all(len(q["holders"]) >= 3 for q in quota.values())  # every shard drew on each vendor's one ledger
+
+
+async def test_a_worker_node_lost_mid_run(tmp_path, local_cluster):
+    cluster, workers = local_cluster
+    responses = subset(tmp_path, 24)
+    reference, reference_billed = await reference_run(tmp_path, responses)
+    with sim_process(WORLD, tmp_path, "--responses", str(responses)) as url:
+        run = asyncio.create_task(run_council(request(tmp_path, responses, "node-lost", url, backend="ray", shards=3,
+                                                      ray_address=cluster.address)))
+        await until_archived(tmp_path / "runs" / "node-lost", 100, run)
+        shards = {a["Address"]["NodeID"]: a for a in actors("ShardActor")}
+        victim = next(n for n in workers if n.node_id in shards)
+        lost = shards[victim.node_id]
+        await asyncio.to_thread(lose_node, cluster, victim)
+        workers.remove(victim)
+        result = await asyncio.wait_for(run, timeout=240)
+        paid = await billed(url)
+    moved = [a for a in actors("ShardActor", alive=False) if a["ActorID"] == lost["ActorID"]]
+    assert moved and moved[0]["NumRestarts"] >= 1  # the lost node's worker came back on another node
+    assert result.complete and result.summary["not_graded_rows"] == 0
+    assert lines(result.run_dir / "verdicts.jsonl") == lines(reference.run_dir / "verdicts.jsonl")
+    # Calls in flight on the lost node (and results on their way to the writer) may be paid twice; at most
+    # what the vendors' concurrency caps let be in flight at once.
+    in_flight = sum(CouncilConfig().settings(v).concurrency for v in CouncilConfig().roster_vendors)
+    print(f"node lost mid-run: billed {paid}, undisturbed {reference_billed}, in-flight bound {in_flight}")
+    assert reference_billed <= paid <= reference_billed + in_flight, (paid, reference_billed, in_flight)
+
+
+async def test_a_killed_quota_actor_recovers(tmp_path, local_cluster):
+    cluster, _ = local_cluster
+    responses = subset(tmp_path, 12)
+    reference, _ = await reference_run(tmp_path, responses)
+    with sim_process(WORLD, tmp_path, "--responses", str(responses)) as url:
+        run = asyncio.create_task(run_council(request(tmp_path, responses, "quota-killed", url, backend="ray",
+                                                      shards=2, ray_address=cluster.address)))
+        await until_archived(tmp_path / "runs" / "quota-killed", 100, run)
+        victim = next(a for a in actors("QuotaActor") if a["Name"] == "quota:openai")
+        os.kill(victim["Pid"], signal.SIGKILL)
+        result = await asyncio.wait_for(run, timeout=240)
+    restarted = [a for a in actors("QuotaActor", alive=False) if a["ActorID"] == victim["ActorID"]]
+    assert restarted and restarted[0]["NumRestarts"] >= 1  # the same actor came back (it ends with the run)
+    assert result.complete and result.summary["not_graded_rows"] == 0
+    assert lines(result.run_dir / "verdicts.jsonl") == lines(reference.run_dir / "verdicts.jsonl")
+
+
+def orjson_load(path):
+    import orjson
+
+    return orjson.loads(path.read_bytes())
+
+
+async def test_a_stopped_sharded_run_resumes(tmp_path, local_cluster):
+    """A stop (what SIGTERM does) reaches every worker; the folder says stopped; resumed, sharded again, the run
+    completes with the verdicts of an undisturbed run and pays only for what the archive lacked."""
+    from council.runner import resume_council
+    from council.stop import StopControl
+
+    cluster, _ = local_cluster
+    responses = subset(tmp_path, 12)
+    reference, reference_billed = await reference_run(tmp_path, responses)
+    with sim_process(WORLD, tmp_path, "--responses", str(responses)) as url:
+        stop = StopControl(grace_s=6.0)
+        run = asyncio.create_task(run_council(request(tmp_path, responses, "stopped", url, backend="ray", shards=2,
+                                                      ray_address=cluster.address), stop=stop))
+        await until_archived(tmp_path / "runs" / "stopped", 60, run)
+        stop.request("terminate")
+        first = await asyncio.wait_for(run, timeout=120)
+        assert orjson_load(first.run_dir / "state.json")["state"] == "stopped"
+        assert not first.complete and first.not_graded > 0
+        archived = first.issued
+        resumed = await asyncio.wait_for(resume_council(tmp_path / "runs", "stopped", shards=3), timeout=240)
+        paid = await billed(url)
+    assert resumed.complete and resumed.summary["not_graded_rows"] == 0
+    assert resumed.served_from_archive > 0 and resumed.issued + archived >= reference.issued
+    assert lines(resumed.run_dir / "verdicts.jsonl") == lines(reference.run_dir / "verdicts.jsonl")
+    in_flight = sum(CouncilConfig().settings(v).concurrency for v in CouncilConfig().roster_vendors)
+    assert reference_billed <= paid <= reference_billed + in_flight, (paid, reference_billed)
+
+
+async def test_a_sharded_budget_holds_across_workers(tmp_path, local_cluster):
+    """Three workers share one budget: the run stops by it without passing it, and resumed with a larger
+    budget it completes with the verdicts of an unbounded run."""
+    from council.runner import resume_council
+    from tests.council.test_run_states import PRICED
+
+    cluster, _ = local_cluster
+    responses = subset(tmp_path, 12)
+    priced = CouncilConfig.model_validate({"vendors": PRICED})
+    reference, _ = await reference_run(tmp_path, responses, priced)
+    full_cost = reference.summary["cost_usd"]
+    with sim_process(WORLD, tmp_path, "--responses", str(responses)) as url:
+        limit = round(full_cost / 2, 6)
+        req = RunRequest(bank=bank.SAMPLE_BANK, responses=responses, runs_dir=tmp_path / "runs", run_id="budget",
+                         provider_url=url, backend="ray", shards=3, ray_address=cluster.address,
+                         config=priced.model_copy(update={"budget_usd": limit}))
+        first = await run_council(req)
+        assert first.stopped_by_budget and not first.complete
+        assert orjson_load(first.run_dir / "state.json")["reason"] == "budget"
+        assert limit * 0.8 <= first.summary["cost_usd"] <= limit  # most of it used, never passed
+        resumed = await resume_council(tmp_path / "runs", "budget", budget_usd=full_cost * 1.5)
+    assert resumed.complete
+    assert lines(resumed.run_dir / "verdicts.jsonl") == lines(reference.run_dir / "verdicts.jsonl")
