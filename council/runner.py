@@ -3,7 +3,8 @@
 A new run validates its inputs (in one streaming pass), opens a new run folder (never an existing one) and
 copies into it what scoring and resuming need: the manifest, the rows and the bank items they answer. It
 then starts the embedded provider unless a provider URL is given, drives the coordinator through the chosen
-backend while every vote is appended to the archive as it returns, records how the run ended in
+backend (or hands the rows to shard workers across a Ray cluster: :mod:`council.cluster.driver`) while every
+vote is appended to the archive as it returns, records how the run ended in
 ``state.json`` (finished, or stopped by the budget, a signal or an unusable provider), and finally scores
 from the archive.
 
@@ -292,22 +293,8 @@ async def _drive(
     stats = None
     try:
         if shards:
-            spent = 0.0
-            if archived is not None:
-                spent = archived.cost_usd
-                archived.close()  # the writer on this node keeps the index of a sharded run
-            from council.cluster.driver import drive_shards
-
-            done = await drive_shards(folder.path, info.lines(), config, items, endpoints, names, shards, stop,
-                                      rows=info.rows, spent_usd=spent, on_progress=on_progress)
-            budget = None
-            if config.budget_usd is not None:
-                budget = Budget(config.budget_usd, spent_usd=done.spent_usd or spent)
-                budget.exhausted = stop.reason == "budget"
-            outcome = Outcome(done.issued, done.served_from_archive, done.abandoned, info.rows,
-                              ProviderUnavailable(done.error) if done.error else None, budget, done.quota_stats or {},
-                              {"workers": done.workers, "writer": done.writer, "placement_s": done.placement_s})
-            log.info("shards.done", **outcome.processes)
+            outcome = await _grade_sharded(folder, items, info, config, endpoints, names, shards, archived=archived,
+                                           on_progress=on_progress, stop=stop, log=log)
         else:
             outcome = await _grade_here(folder, items, info, config, endpoints, names, models, archived=archived,
                                         reusable=reusable, backend=backend, on_progress=on_progress,
@@ -361,6 +348,30 @@ def _check_shards(shards: int, backend: str, models: list[str], reuse_from: list
         problems.append("--reuse-from is served by a single-node run")
     if problems:
         raise ConfigError(f"--shards {shards}: {'; '.join(problems)}; leave out --shards for this run")
+
+
+async def _grade_sharded(
+    folder: RunFolder, items: list[BankItem], info: RowsInfo, config: CouncilConfig, endpoints: dict[str, Endpoint],
+    names: list[str], shards: int, *, archived: ArchiveIndex | None, on_progress: Callable[[int], None] | None,
+    stop: StopControl, log: Any,
+) -> Outcome:
+    """Grade the run with shard workers across the cluster (:mod:`council.cluster.driver`)."""
+    from council.cluster.driver import drive_shards
+
+    spent = 0.0
+    if archived is not None:
+        spent = archived.cost_usd
+        archived.close()  # the writer on this node keeps the index of a sharded run
+    done = await drive_shards(folder.path, info.lines(), config, items, endpoints, names, shards, stop,
+                              rows=info.rows, spent_usd=spent, on_progress=on_progress)
+    budget = None
+    if config.budget_usd is not None:
+        budget = Budget(config.budget_usd, spent_usd=done.spent_usd or spent)
+        budget.exhausted = stop.reason == "budget"
+    processes = {"workers": done.workers, "writer": done.writer, "placement_s": done.placement_s}
+    log.info("shards.done", **processes)
+    return Outcome(done.issued, done.served_from_archive, done.abandoned, info.rows,
+                   ProviderUnavailable(done.error) if done.error else None, budget, done.quota_stats or {}, processes)
 
 
 async def _grade_here(
