@@ -1,6 +1,7 @@
 """The ``council`` command: ``run`` (the shipped sample by default), ``grade`` (any responses file) and
 ``sim`` (the embedded provider as a standalone server), with ``estimate``, ``loadtest``, ``rescore`` and
-``diff``.
+``diff``; ``serve`` (the grading service) and ``submit`` (a rows file to it: with ``--wait``, the exit code
+says how the job ended, as below).
 
 Exit codes (every failure is one short message on stderr, never a traceback):
 
@@ -164,6 +165,21 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--simulate", action="store_true", help="grade with the embedded provider (simulated)")
     serve.add_argument("--sim-config", type=Path, help="JSON behaviour file for the embedded provider")
     serve.add_argument("--max-body-mb", type=_positive, default=64.0, help="largest submission accepted (default 64)")
+    submit = sub.add_parser("submit", help="submit a rows file to a grading service (council serve)",
+                            formatter_class=argparse.RawDescriptionHelpFormatter, epilog=SUBMIT_EPILOG)
+    submit.add_argument("file", type=Path, help="rows JSONL (sent as NDJSON, streamed from disk)")
+    submit.add_argument("--url", required=True, help="the service's base URL, e.g. http://127.0.0.1:8080")
+    submit.add_argument("--token-env", default="COUNCIL_SERVICE_TOKEN", metavar="VAR",
+                        help="environment variable holding the tenant's bearer token (default COUNCIL_SERVICE_TOKEN)")
+    submit.add_argument("--wait", action="store_true", help="follow the job to its end: stream its verdicts as they "
+                        "are decided, progress on stderr, and exit with how it ended")
+    submit.add_argument("--verdicts", type=Path, metavar="OUT", help="write the streamed verdicts here as NDJSON "
+                        "(implies --wait; default: stdout)")
+    submit.add_argument("--idempotency-key", metavar="KEY", help="submitting again with the same key gives the same job")
+    submit.add_argument("--budget-usd", type=_positive, help="the job stops before its spend would exceed this")
+    submit.add_argument("--format", default="jsonl", help="the rows' format (default jsonl: this project's rows)")
+    submit.add_argument("--bank", type=Path, help="bank JSONL sent with the job (default: the service's bank)")
+    submit.add_argument("--callback-url", metavar="URL", help="the service POSTs the job's summary here when it ends")
     sim = sub.add_parser("sim", help="serve the embedded OpenAI-compatible provider")
     sim.add_argument("--host", default="127.0.0.1")
     sim.add_argument("--port", type=int, default=8000)
@@ -511,6 +527,99 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+SUBMIT_EPILOG = """\
+Without --wait it prints the job id and exits 0 once the job is accepted. With --wait (or --verdicts) the
+verdicts are written as they come (the job id goes to stdout, or to stderr when stdout carries the verdicts).
+The token is read from the environment (--token-env), never from the command line.
+
+exit codes:
+  0    accepted (no --wait), or the job finished with every row graded
+  1    the job failed
+  2    bad options, or the service refused the request (401 token, 422 rows, 429 limit) or cannot be reached
+  3    the job stopped at its budget
+  4    the job finished, but some rows are not graded
+  5    the job stopped: a provider could not be used
+  130  the job was cancelled, or you stopped waiting with Ctrl-C (the job goes on in the service)
+  143  the job was stopped by SIGTERM
+"""
+
+
+def _submit(args: argparse.Namespace) -> int:
+    token = os.environ.get(args.token_env, "").strip()
+    if not token:
+        raise ConfigError(f"set {args.token_env} to your tenant's token (it is read from the environment only)")
+    if not args.file.is_file():
+        raise ConfigError(f"{args.file}: no such file")
+    submitted: list[str] = []
+    try:
+        return asyncio.run(_submit_job(args, token, submitted))
+    except KeyboardInterrupt:
+        where = f"job {submitted[0]} goes on in the service" if submitted else "the job may have been submitted"
+        console.print(f"[yellow]stopped waiting[/yellow]: {where}", highlight=False)
+        return EXIT_SIGNAL["interrupt"]
+
+
+async def _submit_job(args: argparse.Namespace, token: str, submitted: list[str]) -> int:
+    from council.errors import ServiceError
+    from council.service.client import Client
+
+    async with Client(args.url, token) as client:
+        try:
+            job = await client.submit(args.file, bank=args.bank, budget_usd=args.budget_usd, format=args.format,
+                                      callback_url=args.callback_url, idempotency_key=args.idempotency_key)
+        except ServiceError as exc:
+            if exc.status == 401:
+                raise ServiceError(f"the service refused the token in ${args.token_env} (401 unauthorized)",
+                                   status=401, problem=exc.problem) from None
+            raise
+        submitted.append(job["id"])
+        to_stdout = args.verdicts is None
+        if not (args.wait or args.verdicts):
+            print(job["id"], flush=True)
+            return EXIT_OK
+        if to_stdout:
+            console.print(job["id"], highlight=False)
+        else:
+            print(job["id"], flush=True)
+        sink = sys.stdout.buffer if to_stdout else open(args.verdicts, "wb")  # noqa: SIM115 - closed below
+        try:
+            with Progress(TextColumn(f"[bold]{job['id']}"), BarColumn(), MofNCompleteColumn(), TextColumn("rows"),
+                          TimeElapsedColumn(), console=console,
+                          disable=not console.is_terminal or (to_stdout and sys.stdout.isatty())) as progress:
+                task = progress.add_task("rows", total=job["progress"]["rows_total"])
+                async for line in client.verdict_lines(job["id"]):
+                    sink.write(line)
+                    sink.flush()
+                    progress.advance(task)
+        finally:
+            if not to_stdout:
+                sink.close()
+        view = await client.wait(job["id"], poll_s=0.5)
+    return _job_outcome(view)
+
+
+def _job_outcome(view: dict[str, Any]) -> int:
+    """Say how a service job ended; the exit code says it too."""
+    state, reason, counts = view["state"], view.get("reason"), view["counts"]
+    not_graded = counts["not_graded_rows"]
+    label = "  SIMULATED" if view.get("simulated") else ""
+    colour = "green" if state == "finished" and not not_graded else "yellow"
+    console.print(f"[{colour}]job {view['id']} {state}[/{colour}]{f' ({reason})' if reason else ''}: "
+                  f"{counts['graded_rows']} rows graded, {not_graded} not graded, ${view['spend_usd']:.4f}{label}",
+                  highlight=False, soft_wrap=True)
+    for error in view.get("errors", [])[:5]:
+        console.print(f"[red]error:[/red] {escape(error)}", highlight=False, soft_wrap=True)
+    if state == "finished":
+        return EXIT_NOT_GRADED if not_graded else EXIT_OK
+    if state == "failed":
+        return EXIT_INTERNAL
+    if reason == "budget":
+        return EXIT_BUDGET
+    if reason == "error":
+        return EXIT_PROVIDER
+    return EXIT_SIGNAL.get(reason or "", EXIT_SIGNAL["interrupt"])
+
+
 def _sim(args: argparse.Namespace) -> int:
     from council.sim import SimConfig, TruthTable, serve
 
@@ -536,6 +645,8 @@ def main(argv: list[str] | None = None) -> int:
             return _diff(args)
         if args.command == "serve":
             return _serve(args)
+        if args.command == "submit":
+            return _submit(args)
         return _sim(args)
     except ProviderUnavailable as exc:
         console.print(f"[red]provider unusable:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)

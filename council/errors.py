@@ -55,3 +55,13 @@ class RateLimited(ProviderError):
 class ProviderUnavailable(ProviderError):
     """A vendor cannot be used at all (connection refused, unknown host, 401/403, 404 for a wrong base URL
     or model), or its circuit breaker is open: retrying will not help, so the run stops."""
+
+
+class ServiceError(CouncilError):
+    """The grading service answered an error (``status``, and its Problem body as ``problem``), or could not be
+    reached (``status`` None)."""
+
+    def __init__(self, message: str, *, status: int | None = None, problem: dict | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.problem = problem or {}

@@ -22,7 +22,8 @@ from council import logs
 from council.runfolder import SUMMARY, VERDICTS
 from council.service.jobs import LIVE, IdempotencyConflict, Job, JobManager, RowsRejected, TooMany
 from council.service.metrics import Metrics
-from council.service.models import TERMINAL, Health, JobList, JobSubmission, Problem, RowProblem
+from council.service.models import (IDEMPOTENCY_KEY, TERMINAL, Health, JobList, JobSubmission, Problem,
+                                    RowProblem)
 from council.service.openapi import openapi
 from council.service.tenants import Tenant, Tenants
 
@@ -74,7 +75,7 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
 @web.middleware
 async def _auth(request: web.Request, handler: Handler) -> web.StreamResponse:
     if request.path.startswith("/v1/"):
-        tenant = request.app[TENANTS].authenticate(request.headers.get("Authorization"))
+        tenant = request.app[TENANTS].authenticate(_text(request.headers.get("Authorization")))
         if tenant is None:
             return problem(401, "unauthorized", "send Authorization: Bearer <token> of a tenant",
                            headers={"WWW-Authenticate": 'Bearer realm="grading-council"'})
@@ -82,34 +83,64 @@ async def _auth(request: web.Request, handler: Handler) -> web.StreamResponse:
     return await handler(request)
 
 
+def _text(header: str | None) -> str | None:
+    """A header as text, or None when its bytes were not UTF-8 (aiohttp keeps them as lone surrogates)."""
+    if header is None:
+        return None
+    try:
+        header.encode()
+    except UnicodeEncodeError:
+        return None
+    return header
+
+
 def _tenant(request: web.Request) -> Tenant:
     return request[TENANT]
 
 
 async def _submission(request: web.Request) -> JobSubmission:
-    """The body as a submission: JSON (:class:`JobSubmission`) or NDJSON rows with the other fields as query
-    parameters. Raises RowsRejected with every problem."""
-    body = await request.read()
+    """The body as a submission: JSON (:class:`JobSubmission`, no query parameters) or NDJSON rows with the other
+    fields as query parameters. Raises RowsRejected with every problem."""
+    try:
+        body = await request.read()
+    except web.RequestPayloadError as exc:  # e.g. a body that is not what its Content-Encoding says
+        raise web.HTTPBadRequest(text=f"the body could not be read: {str(exc).splitlines()[-1].strip()}") from None
     try:
         if request.content_type == NDJSON:
-            rows = []
-            for number, line in enumerate(body.splitlines()):
-                if line.strip():
-                    try:
-                        rows.append(orjson.loads(line))
-                    except orjson.JSONDecodeError as exc:
-                        raise RowsRejected([RowProblem(index=number, field="row", problem=f"not JSON: {exc}")]) from None
-            fields: dict[str, Any] = dict(request.query)
-            if "options" in fields:
-                fields["options"] = orjson.loads(fields["options"])
-            return JobSubmission.model_validate({**fields, "rows": rows})
+            return JobSubmission.model_validate({"rows": _ndjson_rows(body), **_query_fields(request)})
         if request.content_type != "application/json":
             raise web.HTTPUnsupportedMediaType(text=f"send application/json or {NDJSON}")
+        if request.query:
+            raise RowsRejected([RowProblem(index=-1, field=name, problem=f"read with an {NDJSON} body only; put it in "
+                                           "the JSON body") for name in sorted(set(request.query))])
         return JobSubmission.model_validate_json(body)
     except ValidationError as exc:
         raise RowsRejected([_located(e) for e in exc.errors()]) from None
-    except orjson.JSONDecodeError as exc:
-        raise RowsRejected([RowProblem(index=-1, field="options", problem=f"not JSON: {exc}")]) from None
+
+
+def _ndjson_rows(body: bytes) -> list[Any]:
+    rows = []
+    for number, line in enumerate(body.splitlines()):
+        if line.strip():
+            try:
+                rows.append(orjson.loads(line))
+            except orjson.JSONDecodeError as exc:
+                raise RowsRejected([RowProblem(index=number, field="row", problem=f"not JSON: {exc}")]) from None
+    return rows
+
+
+def _query_fields(request: web.Request) -> dict[str, Any]:
+    """The submission's fields an NDJSON body comes with: each query parameter once, ``options`` as JSON."""
+    twice = sorted(k for k in set(request.query) if len(request.query.getall(k)) > 1)
+    if twice:
+        raise RowsRejected([RowProblem(index=-1, field=k, problem="given more than once") for k in twice])
+    fields: dict[str, Any] = dict(request.query)
+    if "options" in fields:
+        try:
+            fields["options"] = orjson.loads(fields["options"])
+        except orjson.JSONDecodeError as exc:
+            raise RowsRejected([RowProblem(index=-1, field="options", problem=f"not JSON: {exc}")]) from None
+    return fields
 
 
 def _located(error: Any) -> RowProblem:
@@ -125,8 +156,9 @@ async def submit(request: web.Request) -> web.Response:
         return problem(503, "draining", "the service is stopping; submit again shortly", headers={"Retry-After": "5"})
     tenant = _tenant(request)
     try:
+        key = _idempotency_key(request)
         submission = await _submission(request)
-        job, created = jobs.submit(tenant, submission, request.headers.get("Idempotency-Key"))
+        job, created = jobs.submit(tenant, submission, key)
     except RowsRejected as exc:
         return problem(422, "invalid submission", str(exc), exc.problems)
     except TooMany as exc:
@@ -135,6 +167,17 @@ async def submit(request: web.Request) -> web.Response:
     except IdempotencyConflict as exc:
         return problem(409, "idempotency conflict", str(exc))
     return _json(job.view(), 201 if created else 200, headers={"Location": f"/v1/jobs/{job.record.id}"})
+
+
+def _idempotency_key(request: web.Request) -> str | None:
+    key = request.headers.get("Idempotency-Key")
+    if key is None:
+        return None
+    try:
+        return IDEMPOTENCY_KEY.validate_python(key)
+    except ValidationError as exc:
+        raise RowsRejected([RowProblem(index=-1, field="Idempotency-Key", problem=e["msg"])
+                            for e in exc.errors()]) from None
 
 
 def _job(request: web.Request) -> Job:

@@ -10,6 +10,10 @@ archived.
 
 Verdicts are given out while a job runs: a row's verdict is written to ``verdicts.live.jsonl`` in its run
 folder as soon as its second round is in (the record ``verdicts.jsonl`` will hold for it).
+
+A job with a ``callback_url`` is posted its summary when it ends (:mod:`council.service.callbacks`), in the
+background. The callback's body and its ``pending`` state are saved with the job's end, so one still due when the
+service stops is sent when it next starts.
 """
 
 from __future__ import annotations
@@ -34,12 +38,17 @@ from council.runfolder import MANIFEST, SUMMARY, dump_json, dump_line, run_path
 from council.runner import RunHooks, RunRequest, check_budget, resume_council, run_council
 from council.schema import BankItem, JudgeCallRecord, ResponseRow
 from council.scoring import row_verdict
+from council.service.callbacks import CallbackState, RetryPolicy, deliver
+from council.service.intake import RowsRejected, check_rows
 from council.service.models import (TERMINAL, Counts, JobOptions, JobState, JobSubmission, JobView, Progress,
                                     RowProblem)
+from council.service.tenants import Tenant, Tenants
 from council.stop import StopControl
 
 JOBS = ".jobs"  # under the runs root; a run id never starts with "."
 LIVE = "verdicts.live.jsonl"
+CALLBACK_BODY = "callback.json"  # under the job's home: the body its callback sends
+CALLBACK_GRACE_S = 5.0  # how long a draining service lets callbacks in progress go on; the rest stay pending
 
 
 class JobRecord(BaseModel):
@@ -62,14 +71,7 @@ class JobRecord(BaseModel):
     started_at: str | None = None
     finished_at: str | None = None
     errors: list[str] = Field(default_factory=list)
-
-
-class RowsRejected(CouncilError):
-    """A submission with bad rows: every problem, by row index and field."""
-
-    def __init__(self, problems: list[RowProblem]) -> None:
-        super().__init__(f"{len(problems)} problems in the submitted rows")
-        self.problems = problems
+    callback: CallbackState | None = None  # set when the job ends, if it has a callback_url
 
 
 class TooMany(CouncilError):
@@ -86,33 +88,6 @@ class IdempotencyConflict(CouncilError):
 
 def now() -> str:
     return dt.datetime.now(dt.UTC).isoformat()
-
-
-def check_rows(submission: JobSubmission, items: list[BankItem]) -> list[ResponseRow]:
-    """The submitted rows as response rows, or :class:`RowsRejected` with every problem (index, field)."""
-    known = {i.id for i in items}
-    context = {"vendor_map": submission.options.vendor_map}
-    problems: list[RowProblem] = []
-    rows: list[ResponseRow] = []
-    seen: dict[str, int] = {}
-    for index, raw in enumerate(submission.rows):
-        try:
-            row = ResponseRow.model_validate(raw, context=context)
-        except ValidationError as exc:
-            problems += [RowProblem(index=index, field=".".join(map(str, e["loc"])) or "row", problem=e["msg"])
-                         for e in exc.errors()]
-            continue
-        if row.item_id not in known:
-            problems.append(RowProblem(index=index, field="item_id",
-                                       problem=f"no item {row.item_id!r} in the bank"))
-        if row.row_id in seen:
-            problems.append(RowProblem(index=index, field="row_id",
-                                       problem=f"{row.row_id!r} is also row {seen[row.row_id]}"))
-        seen.setdefault(row.row_id, index)
-        rows.append(row)
-    if problems:
-        raise RowsRejected(problems)
-    return rows
 
 
 class SharedQuota:
@@ -156,8 +131,8 @@ class JobManager:
     """Every job of the service, durable in the runs root."""
 
     def __init__(self, root: Path, bank: list[BankItem], *, provider_url: str | None, sim_config: Path | None = None,
-                 config: CouncilConfig | None = None, on_record: Callable[[JudgeCallRecord], None] | None = None
-                 ) -> None:
+                 config: CouncilConfig | None = None, on_record: Callable[[JudgeCallRecord], None] | None = None,
+                 tenants: Tenants | None = None, callback_policy: RetryPolicy | None = None) -> None:
         self.root = Path(root)
         self.bank = bank
         self.provider_url = provider_url
@@ -169,6 +144,9 @@ class JobManager:
         self.quota = SharedQuota(self.config)
         self.draining = False
         self.log = logs.get_logger("council.service")
+        self.tenants: dict[str, Tenant] = dict(tenants.by_name) if tenants is not None else {}  # callback secrets
+        self.callback_policy = callback_policy or RetryPolicy()
+        self._callbacks: set[asyncio.Task[None]] = set()
 
     # -- start and stop ------------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -180,6 +158,8 @@ class JobManager:
             if record.state in TERMINAL:
                 self._settle_counts(job)
                 job.done.set()
+                if record.callback is not None and record.callback.status == "pending":
+                    self._send_callback(job)
             else:
                 self.log.info("job.resume", job_id=record.id, tenant=record.tenant, state=record.state)
                 self._launch(job)
@@ -192,6 +172,11 @@ class JobManager:
         for job in running:
             job.stop.request("terminate")
         await asyncio.gather(*(j.task for j in running if j.task is not None), return_exceptions=True)
+        if self._callbacks:
+            _, late = await asyncio.wait(set(self._callbacks), timeout=CALLBACK_GRACE_S)
+            for task in late:
+                task.cancel()  # still pending in its record: sent at the next start
+            await asyncio.gather(*late, return_exceptions=True)
 
     # -- submission ----------------------------------------------------------------------------------------
     def submit(self, tenant: Any, submission: JobSubmission, idempotency_key: str | None) -> tuple[Job, bool]:
@@ -214,6 +199,7 @@ class JobManager:
         items = submission.bank if submission.bank is not None else self.bank
         self.config_for(submission.options, submission.budget_usd)
         rows = check_rows(submission, items)
+        self.tenants.setdefault(tenant.name, tenant)
         record = JobRecord(id=f"job-{secrets.token_hex(8)}", tenant=tenant.name, created_at=now(),
                            idempotency_key=idempotency_key, request_sha256=digest, rows=len(rows),
                            options=submission.options, budget_usd=submission.budget_usd,
@@ -236,7 +222,7 @@ class JobManager:
             config = CouncilConfig.model_validate({**self.config.model_dump(), **options.model_dump(),
                                                    "budget_usd": budget_usd})
         except ValidationError as exc:
-            raise RowsRejected([RowProblem(index=-1, field="options." + ".".join(map(str, e["loc"])) or "options",
+            raise RowsRejected([RowProblem(index=-1, field=".".join(["options", *map(str, e["loc"])]),
                                            problem=e["msg"]) for e in exc.errors()]) from None
         try:
             check_budget(config, [])
@@ -282,9 +268,8 @@ class JobManager:
         except Exception as exc:  # the job failed; the service goes on
             live.close()
             self.log.error("job.failed", job_id=record.id, tenant=record.tenant, error=str(exc))
-            self._set(job, state="failed", reason=type(exc).__name__, errors=[*record.errors, str(exc)],
+            self._end(job, state="failed", reason=type(exc).__name__, errors=[*record.errors, str(exc)],
                       finished_at=now())
-            job.done.set()
             return
         live.close()
         stop = result.stop
@@ -297,9 +282,55 @@ class JobManager:
             state, reason = "finished", None
         errors = [*record.errors, str(result.error)] if result.error is not None else record.errors
         self._settle_counts(job, result.summary)
-        self._set(job, state=state, reason=reason, errors=errors, finished_at=None if state == "running" else now())
-        if state != "running":
-            job.done.set()
+        if state == "running":
+            self._set(job, state=state, reason=reason, errors=errors, finished_at=None)
+        else:
+            self._end(job, state=state, reason=reason, errors=errors, finished_at=now())
+
+    def _end(self, job: Job, **changes: Any) -> None:
+        """Record the job's end, with its callback due (body kept, state pending) if it has a callback URL; then
+        release its followers and send the callback."""
+        job.record = job.record.model_copy(update=changes)
+        if job.record.callback_url is not None:
+            (self._home(job.record.id) / CALLBACK_BODY).write_bytes(self._callback_body(job))
+            job.record = job.record.model_copy(update={"callback": CallbackState()})
+        self._save(job)
+        job.done.set()
+        if job.record.callback is not None:
+            self._send_callback(job)
+
+    # -- callbacks -------------------------------------------------------------------------------------------
+    def _callback_body(self, job: Job) -> bytes:
+        try:
+            summary = orjson.loads((job.folder / SUMMARY).read_bytes())
+        except (OSError, orjson.JSONDecodeError):
+            summary = None  # a job that failed before its summary was written
+        return orjson.dumps({"job": job.view().model_dump(mode="json"), "summary": summary})
+
+    def _send_callback(self, job: Job) -> None:
+        task = asyncio.create_task(self._callback(job), name=f"callback {job.record.id}")
+        self._callbacks.add(task)
+        task.add_done_callback(self._callbacks.discard)
+
+    async def _callback(self, job: Job) -> None:
+        """Deliver the job's callback, keeping its state in the job record after every attempt."""
+        record = job.record
+        ids = {"job_id": record.id, "tenant": record.tenant}
+        try:
+            path = self._home(record.id) / CALLBACK_BODY
+            body = path.read_bytes() if path.is_file() else self._callback_body(job)
+            tenant = self.tenants.get(record.tenant)
+            secret = tenant.callback_secret() if tenant is not None else None
+            if secret is None:
+                self.log.warning("callback.unsigned", **ids, env_var=tenant.callback_secret_env if tenant else None,
+                                 why="the tenant has no callback secret (callback_secret_env unset or empty)")
+            state = await deliver(str(record.callback_url), record.id, body, secret, record.callback or CallbackState(),
+                                  policy=self.callback_policy, on_attempt=lambda s: self._set(job, callback=s))
+        except Exception as exc:  # noqa: BLE001 - the service goes on; the callback stays pending
+            self.log.error("callback.error", **ids, error=repr(exc))
+            return
+        log = self.log.info if state.status == "delivered" else self.log.warning
+        log(f"callback.{state.status}", **ids, attempts=state.attempts, error=state.last_error)
 
     def _settle_counts(self, job: Job, summary: dict[str, Any] | None = None) -> None:
         if summary is None:

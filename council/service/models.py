@@ -3,24 +3,27 @@ validate requests and make ``/openapi.json`` (:mod:`council.service.openapi`): t
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field
+from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter
 
 from council.schema import BankItem
 
+# The ``Idempotency-Key`` header: visible ASCII, as HTTP carries it unchanged.
+IdempotencyKey = Annotated[str, StringConstraints(min_length=1, max_length=255, pattern=r"^[!-~]+$")]
+IDEMPOTENCY_KEY: TypeAdapter[str] = TypeAdapter(IdempotencyKey)
 JobState = Literal["queued", "running", "finished", "stopped", "cancelled", "failed"]
 TERMINAL: frozenset[str] = frozenset({"finished", "stopped", "cancelled", "failed"})
 
 
 class _Api(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class JobOptions(_Api):
     """How the council grades this job (what ``council run`` takes as flags)."""
 
-    seed: int = 0
+    seed: int = Field(default=0, ge=0, le=2**63 - 1)
     quorum: int = Field(default=3, ge=1)
     self_exclusion: bool = True
     batch_audit: float = Field(default=0.0, ge=0.0, le=1.0)
@@ -32,6 +35,11 @@ class JobSubmission(_Api):
     """``POST /v1/jobs`` as JSON. Rows in this project's row format (``item_id``, ``model``, ``response``,
     optional ``row_id``, ``vendor``, ``gold_verdict``, ``confidence``, ``abstained``), or records of another
     benchmark's format named by ``format``. Without ``bank`` the service's bank is used."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [{
+        "rows": [{"item_id": "cal-001", "model": "openai/gpt-4.1-mini", "response": "That would be 52,544."}],
+        "bank": [{"id": "cal-001", "probe": "calibration", "prompt": "What is 821 × 64?", "reference": "52,544",
+                  "rationale": "Checks that multi-digit multiplication is done exactly."}]}]})
 
     rows: list[dict[str, Any]] = Field(min_length=1)
     format: str = "jsonl"

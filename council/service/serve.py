@@ -23,8 +23,8 @@ async def serve(*, host: str, port: int, tokens: Path, runs_dir: Path, bank_item
     tenants = Tenants.load(tokens)
     runs_dir.mkdir(parents=True, exist_ok=True)
     logs.configure(runs_dir / "service.log.jsonl")
-    app = make_app(JobManager(runs_dir, bank_items, provider_url=provider_url, sim_config=sim_config, config=config),
-                   tenants, max_body=max_body)
+    app = make_app(JobManager(runs_dir, bank_items, provider_url=provider_url, sim_config=sim_config, config=config,
+                              tenants=tenants), tenants, max_body=max_body)
     runner = web.AppRunner(app, handle_signals=False, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, host, port)

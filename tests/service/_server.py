@@ -45,12 +45,16 @@ class Service:
 
 
 @contextmanager
-def service(folder: Path, *extra: str, limits: dict | None = None, runs: Path | None = None) -> Iterator[Service]:
+def service(folder: Path, *extra: str, limits: dict | None = None, runs: Path | None = None,
+            env: dict[str, str] | None = None) -> Iterator[Service]:
+    """``council serve`` on a free port (``--simulate`` unless ``extra`` says otherwise); ``env`` is added to its
+    environment."""
     runs = runs or folder / "runs"
     tokens = tokens_file(folder, **(limits or {}))
     args = [sys.executable, "-m", "council.cli", "serve", "--port", "0", "--tokens", str(tokens), "--runs-dir", str(runs),
             *(extra or ("--simulate",))]
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})})
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline().strip()

@@ -63,4 +63,4 @@ async def test_a_small_job_is_not_starved_by_a_big_one(tmp_path):
                 pass
     ratio = shared / alone
     print(f"50-row job alone {alone:.1f} s, beside a 5,000-row job {shared:.1f} s: {ratio:.2f}x")
-    assert ratio < 2.5
+    assert ratio < 3.0  # half the quota each: about 2x at worst in theory; starved, it would wait behind 5,000 rows
