@@ -39,7 +39,7 @@ from council import importers
 from council.core.errors import ConfigError, CouncilError, InputError, ProviderUnavailable
 from council.grading.stop import StopControl
 from council.protocol.config import CouncilConfig, validation_problems
-from council.run.runner import BACKENDS, RunRequest, RunResult, resume_council, run_council
+from council.run.runner import BACKENDS, RunHooks, RunRequest, RunResult, provider_endpoint, resume_council, run_council
 from council.scoring.scoring import WARN_RATE
 from council.tools import loadtest
 
@@ -153,6 +153,18 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("run_b")
     diff.add_argument("--runs-dir", type=Path, default=Path("runs"))
     diff.add_argument("--json", action="store_true", help="print one JSON object")
+    serve = sub.add_parser("serve", help="the grading service: other benchmarks submit jobs over HTTP")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8080, help="port (default 8080; 0 picks a free one)")
+    serve.add_argument("--tokens", type=Path, required=True, metavar="FILE",
+                       help="JSON mapping each tenant to the SHA-256 of its bearer token (and its limits)")
+    serve.add_argument("--runs-dir", type=Path, default=Path("runs"), help="where the jobs' run folders go")
+    serve.add_argument("--bank", type=Path, default=bank.SAMPLE_BANK, help="bank for jobs that bring none")
+    serve.add_argument("--config", type=Path, help="council config JSON: roster, per-vendor limits and prices")
+    serve.add_argument("--provider-url", help="OpenAI-compatible base URL every job's judges are asked at")
+    serve.add_argument("--simulate", action="store_true", help="grade with the embedded provider (simulated)")
+    serve.add_argument("--sim-config", type=Path, help="JSON behaviour file for the embedded provider")
+    serve.add_argument("--max-body-mb", type=_positive, default=64.0, help="largest submission accepted (default 64)")
     sim = sub.add_parser("sim", help="serve the embedded OpenAI-compatible provider")
     sim.add_argument("--host", default="127.0.0.1")
     sim.add_argument("--port", type=int, default=8000)
@@ -276,15 +288,14 @@ def _grade(args: argparse.Namespace) -> int:
         TimeRemainingColumn(), console=console, transient=False, disable=not console.is_terminal,
     ) as progress:
         task = progress.add_task("rows", total=None)
-        hooks: dict[str, Any] = {"on_start": lambda n: progress.update(task, total=n),
-                                 "on_progress": lambda n: progress.advance(task, n)}
+        hooks = RunHooks(on_start=lambda n: progress.update(task, total=n), on_progress=lambda n: progress.advance(task, n))
         if resume is None:
-            result = _with_signals(lambda stop: run_council(req, stop=stop, **hooks))
+            result = _with_signals(lambda stop: run_council(req, stop=stop, hooks=hooks))
         else:
             result = _with_signals(lambda stop: resume_council(
                 args.runs_dir, resume, backend=args.backend, provider_url=args.provider_url,
                 ray_address=args.ray_address, shards=args.shards, budget_usd=args.budget_usd, command=command,
-                stop=stop, **hooks))
+                stop=stop, hooks=hooks))
     return _outcome(result)
 
 
@@ -485,6 +496,22 @@ def _num(x: Any) -> str:
     return "-" if x is None else f"{x:+.4f}" if isinstance(x, float) and x < 0 else f"{x:.4f}" if isinstance(x, float) else str(x)
 
 
+def _serve(args: argparse.Namespace) -> int:
+    from council.service.serve import serve
+
+    if args.provider_url and (args.simulate or args.sim_config):
+        raise ConfigError("--provider-url asks a real provider; it cannot be combined with --simulate or --sim-config")
+    if not args.provider_url and not args.simulate:
+        raise ConfigError("council serve needs --provider-url (real judges) or --simulate (the embedded provider)")
+    if args.provider_url:
+        provider_endpoint(args.provider_url)
+    config = CouncilConfig.from_file(args.config) if args.config else CouncilConfig()
+    asyncio.run(serve(host=args.host, port=args.port, tokens=args.tokens, runs_dir=args.runs_dir,
+                      bank_items=bank.load_bank(args.bank), provider_url=args.provider_url, sim_config=args.sim_config,
+                      config=config, max_body=int(args.max_body_mb * 2**20)))
+    return 0
+
+
 def _sim(args: argparse.Namespace) -> int:
     from council.sim import SimConfig, TruthTable, serve
 
@@ -508,6 +535,8 @@ def main(argv: list[str] | None = None) -> int:
             return _rescore(args)
         if args.command == "diff":
             return _diff(args)
+        if args.command == "serve":
+            return _serve(args)
         return _sim(args)
     except ProviderUnavailable as exc:
         console.print(f"[red]provider unusable:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)

@@ -30,6 +30,7 @@ ROOMS: list[tuple[str, tuple[str, ...]]] = [
     ("sim", ("council.sim",)),
     ("importers", ("council.importers",)),
     ("run", ("council.run",)),
+    ("service", ("council.service",)),
     ("tools", ("council.tools",)),
     ("cli", ("council.cli",)),
 ]

@@ -10,15 +10,18 @@ scrubbed too), every event is redacted twice over:
   ``council.protocol.config.Endpoint``), ``Bearer`` credentials, strings shaped like well-known API keys
   (``sk-...``, ``AIza...``, ...), the password of a URL and secret-looking URL query parameters.
 
-Until :func:`configure` is called, log lines go nowhere (never to structlog's unredacted default).
+Lines go to the process's log (:func:`configure`; none by default, never to structlog's unredacted default)
+and to the log of the run in whose context they are logged (:func:`run_log`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import logging
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -115,17 +118,47 @@ def _redact(_: Any, __: str, event: dict[str, Any]) -> dict[str, Any]:
     return event
 
 
+_run_sink: contextvars.ContextVar[IO[bytes] | None] = contextvars.ContextVar("council_run_log", default=None)
+
+
+class _Router:
+    """Writes each rendered line to the process's log (if any) and to the log of the run whose work this is
+    (the context's :func:`run_log`), so that runs sharing a process (the service's jobs) keep separate logs."""
+
+    def msg(self, line: bytes) -> None:
+        for sink in (_sink, _run_sink.get()):
+            if sink is not None:
+                sink.write(line + b"\n")
+                sink.flush()
+
+    log = debug = info = warn = warning = error = critical = exception = fatal = msg
+
+
+def _router(*_: Any) -> _Router:
+    return _Router()
+
+
+@contextlib.contextmanager
+def run_log(log_file: Path) -> Iterator[None]:
+    """Within this context (and the tasks it starts), log lines also go to ``log_file`` (appending)."""
+    handle = open(log_file, "ab")
+    token = _run_sink.set(handle)
+    try:
+        yield
+    finally:
+        _run_sink.reset(token)
+        handle.close()
+
+
 def configure(log_file: Path | None = None, level: int = logging.INFO) -> None:
-    """Send JSON log lines to ``log_file`` (appending), or nowhere when ``None``."""
+    """Send every JSON log line to ``log_file`` (appending), or only to the runs' own logs when ``None``."""
     global _sink
     if _sink is not None:
         _sink.close()
         _sink = None
     if log_file is not None:
         _sink = open(log_file, "ab")
-        logger_factory: Any = structlog.BytesLoggerFactory(_sink)
-    else:
-        logger_factory = structlog.ReturnLoggerFactory()
+    logger_factory: Any = _router
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,

@@ -62,6 +62,7 @@ class Coordinator:
         audited: set[VoteKey] | None = None,
         stop: StopControl | None = None,
         on_refused: Callable[[ResponseRow, str], None] | None = None,
+        on_row_graded: Callable[[ResponseRow, list[JudgeCallRecord], bool], None] | None = None,
     ) -> None:
         self.config = config
         self.items = items
@@ -80,6 +81,7 @@ class Coordinator:
         self._audited = set(audited or ())  # votes whose batch audit is archived or under way
         self.stop = stop or StopControl()
         self._on_refused = on_refused
+        self._on_row_graded = on_row_graded  # a row's records once both rounds are in (and whether it was refused)
         self.abandoned = 0  # rows or answers whose calls were still in flight when the grace period ended
         self.error: ProviderUnavailable | None = None
         self._audits: set[asyncio.Task[None]] = set()
@@ -210,7 +212,11 @@ class Coordinator:
                 peers, letters = peers_for(m.vendor, order, round1, self._scrub)
                 body2 = round2_body(item, row, own.verdict, own.reason, peers, contain=self.config.judge.containment)
                 second.append(self._vote(m, row, 2, body2, letters, rubric))
-            _settled(await asyncio.gather(*second, return_exceptions=True))
+            records = [*round1.values(), *_settled(await asyncio.gather(*second, return_exceptions=True))]
+        else:
+            records = []
+        if self._on_row_graded is not None:
+            self._on_row_graded(row, records, refused is not None)
         if self._on_row_done is not None:
             self._on_row_done(row)
 

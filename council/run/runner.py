@@ -39,7 +39,8 @@ from council.protocol.panels import METHODOLOGY_VERSION
 from council.protocol.prompts import PROMPT_HASHES, PROMPT_VERSION
 from council.scoring.scoring import rescore
 from council.store import archive
-from council.store.runfolder import ITEMS, MANIFEST, ROWS, ArchiveIndex, RunFolder, dump_json, iter_jsonl, read_jsonl
+from council.store.runfolder import ITEMS, LOG, MANIFEST, ROWS, ArchiveIndex, RunFolder, dump_json, iter_jsonl, read_jsonl
+from council.transport.limiter import LedgerHandle
 from elicitor import ElicitTask, elicit_key
 from elicitor.prompts import ELICIT_HASH, ELICIT_VERSION
 
@@ -93,7 +94,17 @@ class RunResult:
         return int(self.summary.get("not_graded_rows", 0))
 
 
-ProgressHooks = tuple[Callable[[int], None] | None, Callable[[int], None] | None]  # total; rows done
+@dataclass
+class RunHooks:
+    """What a caller (the command line, the service) is told while a run goes on, and the quota it lends: the
+    service's jobs draw on one ledger per vendor (``ledger``), each job as its own ``holder``."""
+
+    on_start: Callable[[int], None] | None = None  # how many rows (or answers to elicit) there are
+    on_progress: Callable[[int], None] | None = None  # rows newly done
+    on_row_graded: Callable[[ResponseRow, list[JudgeCallRecord], bool], None] | None = None  # row, records, refused
+    on_record: Callable[[JudgeCallRecord], None] | None = None  # each record archived by this run (not earlier ones)
+    ledger: Callable[[str], LedgerHandle] | None = None  # vendor -> the ledger to lease from (else this run's own)
+    holder: str = "local"
 
 
 def new_run_id() -> str:
@@ -117,9 +128,8 @@ def _now() -> str:
 async def run_council(
     req: RunRequest,
     *,
-    on_start: Callable[[int], None] | None = None,
-    on_progress: Callable[[int], None] | None = None,
     stop: StopControl | None = None,
+    hooks: RunHooks | None = None,
 ) -> RunResult:
     if req.backend not in BACKENDS:
         raise ConfigError(f"unknown backend {req.backend!r}; choose one of {', '.join(BACKENDS)}")
@@ -160,7 +170,7 @@ async def run_council(
     folder.write_lines(ITEMS, [i for i in items if i.id in used])
     return await _drive(folder, manifest, items, info, req.config, archived=None, reusable=reusable,
                         backend=req.backend, provider_url=req.provider_url, ray_address=req.ray_address,
-                        hooks=(on_start, on_progress), shards=req.shards, elicited={}, audited=set(), stop=stop)
+                        hooks=hooks or RunHooks(), shards=req.shards, elicited={}, audited=set(), stop=stop)
 
 
 class RowsInfo:
@@ -210,9 +220,8 @@ async def resume_council(
     shards: int | None = None,
     budget_usd: float | None = None,
     command: str = "run --resume",
-    on_start: Callable[[int], None] | None = None,
-    on_progress: Callable[[int], None] | None = None,
     stop: StopControl | None = None,
+    hooks: RunHooks | None = None,
 ) -> RunResult:
     """Continue ``run_id`` from its archive, with the configuration it was started with."""
     folder = RunFolder.open_run(Path(runs_dir), run_id)
@@ -248,21 +257,32 @@ async def resume_council(
     audited = {(r.row_id, r.member, r.round) for r in folder.read_audit()}
     return await _drive(folder, manifest, items, info, config, archived=archived, reusable=reusable,
                         backend=backend, provider_url=provider_url, ray_address=ray_address,
-                        hooks=(on_start, on_progress), shards=manifest.shards if shards is None else shards,
+                        hooks=hooks or RunHooks(), shards=manifest.shards if shards is None else shards,
                         elicited=elicited, audited=audited, stop=stop)
 
 
 async def _drive(
     folder: RunFolder, manifest: RunManifest, items: list[BankItem], info: RowsInfo, config: CouncilConfig,
     *, archived: ArchiveIndex | None, reusable: dict[str, tuple[str, JudgeCallRecord]], backend: str,
-    provider_url: str | None, ray_address: str | None, hooks: ProgressHooks, shards: int,
+    provider_url: str | None, ray_address: str | None, hooks: RunHooks, shards: int,
     elicited: dict[str, ElicitedRecord], audited: set[VoteKey], stop: StopControl | None,
 ) -> RunResult:
-    on_start, on_progress = hooks
     stop = stop or StopControl()
     _check_shards(shards, backend, manifest.models, manifest.reuse_from, config)
     folder.write_state("running")
-    logs.configure(folder.path / "log.jsonl")
+    with logs.run_log(folder.path / LOG):
+        return await _drive_logged(folder, manifest, items, info, config, archived=archived, reusable=reusable,
+                                   backend=backend, provider_url=provider_url, ray_address=ray_address, hooks=hooks,
+                                   shards=shards, elicited=elicited, audited=audited, stop=stop)
+
+
+async def _drive_logged(
+    folder: RunFolder, manifest: RunManifest, items: list[BankItem], info: RowsInfo, config: CouncilConfig,
+    *, archived: ArchiveIndex | None, reusable: dict[str, tuple[str, JudgeCallRecord]], backend: str,
+    provider_url: str | None, ray_address: str | None, hooks: RunHooks, shards: int,
+    elicited: dict[str, ElicitedRecord], audited: set[VoteKey], stop: StopControl,
+) -> RunResult:
+    on_start, on_progress = hooks.on_start, hooks.on_progress
     log = logs.get_logger("council.run").bind(run_id=folder.path.name)
     sim = None
     if backend == "ray":
@@ -298,7 +318,7 @@ async def _drive(
                                            on_progress=on_progress, stop=stop, log=log)
         else:
             outcome = await _grade_here(folder, items, info, config, endpoints, names, models, archived=archived,
-                                        reusable=reusable, backend=backend, on_progress=on_progress,
+                                        reusable=reusable, backend=backend, hooks=hooks,
                                         elicited=elicited, audited=audited, stop=stop, log=log)
     finally:
         folder.close()
@@ -316,7 +336,6 @@ async def _drive(
     log.info("run.done", seconds=round(seconds, 3), rows=outcome.rows, issued=outcome.issued,
              served_from_archive=outcome.served_from_archive, spent_usd=round(summary["cost_usd"], 6),
              state=summary["state"]["state"], reason=stop.reason, abandoned=outcome.abandoned)
-    logs.configure(None)
     return RunResult(run_dir=folder.path, summary=summary, seconds=seconds, provider_stats=stats,
                      issued=outcome.issued, served_from_archive=outcome.served_from_archive, budget=outcome.budget,
                      stop=stop, error=outcome.error, processes=outcome.processes)
@@ -378,7 +397,7 @@ async def _grade_sharded(
 async def _grade_here(
     folder: RunFolder, items: list[BankItem], info: RowsInfo, config: CouncilConfig, endpoints: dict[str, Endpoint],
     names: list[str], models: list[str], *, archived: ArchiveIndex | None, reusable: dict[str, tuple[str, JudgeCallRecord]],
-    backend: str, on_progress: Callable[[int], None] | None, elicited: dict[str, ElicitedRecord],
+    backend: str, hooks: RunHooks, elicited: dict[str, ElicitedRecord],
     audited: set[VoteKey], stop: StopControl, log: Any,
 ) -> Outcome:
     """Grade the run from this process: one coordinator, the judges in this process or in one actor each."""
@@ -389,7 +408,7 @@ async def _grade_here(
     else:
         from council.grading.pools import LocalPool
 
-        pool = LocalPool(config, endpoints, models)
+        pool = LocalPool(config, endpoints, models, ledger=hooks.ledger, holder=hooks.holder)
     stop.on_request(lambda: asyncio.ensure_future(pool.cancel_queued()))  # queued votes are never sent
     tasks = [ElicitTask(row_id=f"{i.id}::{m}", item_id=i.id, model=m, vendor=config.vendor_of(m), prompt=i.prompt,
                         request_key=elicit_key(m, i.prompt, config.elicit_max_tokens))
@@ -404,11 +423,17 @@ async def _grade_here(
             folder.refuse(row.row_id, reason)
             log.warning("row.refused", row_id=row.row_id, reason=reason)
 
+    def archive(record: JudgeCallRecord) -> None:
+        folder.append(record)
+        if hooks.on_record is not None:
+            hooks.on_record(record)
+
+    on_progress = hooks.on_progress
     coordinator = Coordinator(
-        config, {i.id: i for i in items}, pool, folder.append,
+        config, {i.id: i for i in items}, pool, archive,
         on_row_done=None if on_progress is None else lambda _row: on_progress(1),
         extra_names=names, archived=archived, reusable=reusable, budget=budget, on_elicited=folder.append,
-        archived_elicited=elicited, audited=audited, stop=stop, on_refused=refuse,
+        archived_elicited=elicited, audited=audited, stop=stop, on_refused=refuse, on_row_graded=hooks.on_row_graded,
     )
     rows = info.rows
     try:

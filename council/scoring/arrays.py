@@ -26,7 +26,7 @@ from council.protocol.anonymise import self_identifies
 from council.protocol.panels import panel
 from council.store import archive
 
-_CODE = {"correct": agg.CORRECT, "incorrect": agg.INCORRECT}
+CODE = {"correct": agg.CORRECT, "incorrect": agg.INCORRECT}
 
 
 @dataclass
@@ -119,7 +119,7 @@ def build(folder: Path, roster: list[MemberSpec], self_exclusion: bool, probe_by
             model_vendors.append(row["vendor"])
         model_idx.append(k)
         item_idx.append(items.setdefault(row["item_id"], len(items)))
-        gold.append(_CODE.get(row.get("gold_verdict"), agg.MISSING))
+        gold.append(CODE.get(row.get("gold_verdict"), agg.MISSING))
         c = row.get("confidence")
         confidence.append(np.nan if c is None else float(c))
         abstained.append(bool(row.get("abstained")))
@@ -139,7 +139,7 @@ def build(folder: Path, roster: list[MemberSpec], self_exclusion: bool, probe_by
             counters.add(rec)
             i, j = row_index.get(rec["row_id"]), member_index.get(rec["member"])
             if i is not None and j is not None and eligible[i, j]:  # a later record supersedes an earlier
-                votes[i, j, round_ - 1] = _CODE.get(rec.get("verdict"), agg.MISSING)
+                votes[i, j, round_ - 1] = CODE.get(rec.get("verdict"), agg.MISSING)
                 answered[i, j, round_ - 1] = rec.get("parse_status") != "error"
     graded = (answered | ~eligible[:, :, None]).all(axis=(1, 2))
     shadow = np.full(n, agg.MISSING, dtype=np.int8)
@@ -147,13 +147,13 @@ def build(folder: Path, roster: list[MemberSpec], self_exclusion: bool, probe_by
         counters.cost_usd += rec.get("cost_usd") or 0.0
         i = row_index.get(rec["row_id"])
         if i is not None:
-            shadow[i] = _CODE.get(rec.get("verdict"), agg.MISSING)
+            shadow[i] = CODE.get(rec.get("verdict"), agg.MISSING)
     audit = []
     for rec in _stream(folder / "audit.jsonl", torn_ok=True, missing_ok=True):
         counters.cost_usd += rec.get("cost_usd") or 0.0
         i, j = row_index.get(rec["row_id"]), member_index.get(rec["member"])
         if i is not None and j is not None:
-            audit.append((votes[i, j, rec["round"] - 1], _CODE.get(rec.get("verdict"), agg.MISSING), j))
+            audit.append((votes[i, j, rec["round"] - 1], CODE.get(rec.get("verdict"), agg.MISSING), j))
     probes: dict[str, int] = {}
     probe_of_item = np.array([probes.setdefault(probe_by_item.get(it, "?"), len(probes)) for it in items],
                              dtype=np.int32)

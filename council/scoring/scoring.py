@@ -8,14 +8,16 @@ module turns arrays into records and names.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
 
 import aggregator as agg
-from council.core.schema import BankItem, ElicitedRecord, RowVerdict, RunManifest
-from council.scoring.arrays import Counters, VoteArrays, build
+from council.core.schema import (BankItem, ElicitedRecord, JudgeCallRecord, MemberSpec, ResponseRow, RowVerdict,
+                                 RunManifest)
+from council.protocol.panels import panel
+from council.scoring.arrays import CODE, Counters, VoteArrays, build
 from council.store.runfolder import ITEMS, MANIFEST, SUMMARY, VERDICTS, RunFolder, read_jsonl
 
 _WORD = {agg.CORRECT: "correct", agg.INCORRECT: "incorrect"}
@@ -179,31 +181,63 @@ def _flag_counts(a: VoteArrays, cons: agg.Consensus) -> dict[str, int]:
 
 def _row_verdict(i: int, a: VoteArrays, cons: agg.Consensus, k: int | None, refused: frozenset[str]) -> RowVerdict:
     """Row ``i`` of ``a``; ``k`` is its index in ``cons`` (None: the row was not graded)."""
-    cols = np.flatnonzero(a.eligible[i])
-    names = [a.members[j] for j in cols]
-    v = a.votes[i]
+    decided = None if k is None else (cons.verdict[k], cons.tie[k], cons.no_quorum[k])
+    return _verdict(a.row_ids[i], a.items[a.item[i]], a.models[a.model[i]], a.vendor_of_row[i], int(a.gold[i]),
+                    a.members, a.reserve, a.eligible[i], a.votes[i], decided, a.row_ids[i] in refused)
+
+
+def _verdict(row_id: str, item_id: str, model: str, vendor: str, gold: int, members: list[str], reserve: np.ndarray,
+             eligible: np.ndarray, v: np.ndarray, decided: tuple[np.ndarray, np.ndarray, np.ndarray] | None,
+             refused: bool) -> RowVerdict:
+    """One row's record: ``v`` its (M, 2) votes, ``decided`` its consensus, ties and missing quorum per round
+    (None: the row was not graded)."""
+    cols = np.flatnonzero(eligible)
+    names = [members[j] for j in cols]
     flags = []
-    if k is None:
+    if decided is None:
         flags.append("not_graded")
-        if a.row_ids[i] in refused:
+        if refused:
             flags.append("refused")
     else:
         for r, suffix in ((1, ""), (0, "_round1")):
-            if cons.no_quorum[k, r]:
+            if decided[2][r]:
                 flags.append("no_quorum" + suffix)
-            elif cons.tie[k, r]:
+            elif decided[1][r]:
                 flags.append("tie" + suffix)
     if len(cols) and (v[cols] == agg.MISSING).any():
         flags.append("missing_votes")
     return RowVerdict(
-        row_id=a.row_ids[i], item_id=a.items[a.item[i]], model=a.models[a.model[i]], vendor=a.vendor_of_row[i],
-        members=names, reserves=[a.members[j] for j in cols if a.reserve[j]], graded=k is not None,
+        row_id=row_id, item_id=item_id, model=model, vendor=vendor,
+        members=names, reserves=[members[j] for j in cols if reserve[j]], graded=decided is not None,
         votes_round1={m: _WORD.get(int(v[j, 0])) for m, j in zip(names, cols, strict=True)},
         votes_round2={m: _WORD.get(int(v[j, 1])) for m, j in zip(names, cols, strict=True)},
-        consensus_round1=None if k is None else _WORD[int(cons.verdict[k, 0])],
-        consensus=None if k is None else _WORD[int(cons.verdict[k, 1])],
-        flags=flags, gold_verdict=_WORD.get(int(a.gold[i])),
+        consensus_round1=None if decided is None else _WORD[int(decided[0][0])],
+        consensus=None if decided is None else _WORD[int(decided[0][1])],
+        flags=flags, gold_verdict=_WORD.get(gold),
     )
+
+
+def row_verdict(row: ResponseRow, records: Iterable[JudgeCallRecord], roster: list[MemberSpec],
+                self_exclusion: bool, quorum: int, *, refused: bool = False) -> RowVerdict:
+    """One row's verdict from its own records, by the rules of :func:`score` (the record ``verdicts.jsonl``
+    will hold for it), so that it can be given out as soon as the row's second round is in."""
+    members = [m.vendor for m in roster]
+    column = {v: j for j, v in enumerate(members)}
+    eligible = np.zeros(len(members), dtype=bool)
+    eligible[[column[m.vendor] for m in panel(row.vendor, roster, self_exclusion)]] = True
+    votes = np.full((1, len(members), 2), agg.MISSING, dtype=np.int8)
+    answered = np.zeros((len(members), 2), dtype=bool)
+    for rec in records:
+        j = column.get(rec.member)
+        if j is not None and eligible[j] and not rec.shadow and rec.audit_of is None:
+            votes[0, j, rec.round - 1] = CODE.get(rec.verdict, agg.MISSING)
+            answered[j, rec.round - 1] = rec.parse_status != "error"
+    decided = None
+    if (answered | ~eligible[:, None]).all():
+        cons = agg.consensus(votes, quorum=quorum)
+        decided = (cons.verdict[0], cons.tie[0], cons.no_quorum[0])
+    return _verdict(row.row_id, row.item_id, row.model, row.vendor, CODE.get(row.gold_verdict, agg.MISSING), members,
+                    np.array([m.reserve for m in roster], dtype=bool), eligible, votes[0], decided, refused)
 
 
 def _num(x: float) -> float | None:

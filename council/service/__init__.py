@@ -1,0 +1,1 @@
+"""The grading service: other benchmarks submit jobs over HTTP (``council serve``)."""

@@ -1,0 +1,392 @@
+"""The service's jobs: each a run folder under the runs root, graded by the same runner as ``council run``.
+
+A submission is validated whole (every bad row reported, nothing kept from a bad submission), then its
+record, rows and bank are written to ``<root>/.jobs/<id>/`` before it is answered. The job then runs as a
+task of the service's event loop. When the service starts it reads every job record: a job that was queued
+or running when the service died is resumed from its run folder's archive (or started, if its folder was
+never made), so no verdict is lost and no archived call is paid again. Cancelling a job, or stopping the
+service (SIGTERM), stops it like Ctrl-C stops a run: nothing new is sent, calls in flight finish and are
+archived.
+
+Verdicts are given out while a job runs: a row's verdict is written to ``verdicts.live.jsonl`` in its run
+folder as soon as its second round is in (the record ``verdicts.jsonl`` will hold for it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import hashlib
+import secrets
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from council.core import logs
+from council.protocol.config import CouncilConfig
+from council.core.errors import ConfigError, CouncilError
+from council.transport.limiter import LocalLedger
+from council.transport.quota import QuotaLedger
+from council.store.runfolder import MANIFEST, SUMMARY, dump_json, dump_line, run_path
+from council.run.runner import RunHooks, RunRequest, check_budget, resume_council, run_council
+from council.core.schema import BankItem, JudgeCallRecord, ResponseRow
+from council.scoring.scoring import row_verdict
+from council.service.models import (TERMINAL, Counts, JobOptions, JobState, JobSubmission, JobView, Progress,
+                                    RowProblem)
+from council.grading.stop import StopControl
+
+JOBS = ".jobs"  # under the runs root; a run id never starts with "."
+LIVE = "verdicts.live.jsonl"
+
+
+class JobRecord(BaseModel):
+    """What the service keeps of a job besides its run folder (``<root>/.jobs/<id>/job.json``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    tenant: str
+    created_at: str
+    state: JobState = "queued"
+    reason: str | None = None
+    idempotency_key: str | None = None
+    request_sha256: str
+    rows: int
+    options: JobOptions
+    budget_usd: float | None = None
+    callback_url: str | None = None
+    simulated: bool
+    started_at: str | None = None
+    finished_at: str | None = None
+    errors: list[str] = Field(default_factory=list)
+
+
+class RowsRejected(CouncilError):
+    """A submission with bad rows: every problem, by row index and field."""
+
+    def __init__(self, problems: list[RowProblem]) -> None:
+        super().__init__(f"{len(problems)} problems in the submitted rows")
+        self.problems = problems
+
+
+class TooMany(CouncilError):
+    """A tenant's limit is reached; ``retry_after_s`` says when asking again makes sense."""
+
+    def __init__(self, message: str, retry_after_s: int) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+class IdempotencyConflict(CouncilError):
+    """An Idempotency-Key used before with a different request."""
+
+
+def now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat()
+
+
+def check_rows(submission: JobSubmission, items: list[BankItem]) -> list[ResponseRow]:
+    """The submitted rows as response rows, or :class:`RowsRejected` with every problem (index, field)."""
+    known = {i.id for i in items}
+    context = {"vendor_map": submission.options.vendor_map}
+    problems: list[RowProblem] = []
+    rows: list[ResponseRow] = []
+    seen: dict[str, int] = {}
+    for index, raw in enumerate(submission.rows):
+        try:
+            row = ResponseRow.model_validate(raw, context=context)
+        except ValidationError as exc:
+            problems += [RowProblem(index=index, field=".".join(map(str, e["loc"])) or "row", problem=e["msg"])
+                         for e in exc.errors()]
+            continue
+        if row.item_id not in known:
+            problems.append(RowProblem(index=index, field="item_id",
+                                       problem=f"no item {row.item_id!r} in the bank"))
+        if row.row_id in seen:
+            problems.append(RowProblem(index=index, field="row_id",
+                                       problem=f"{row.row_id!r} is also row {seen[row.row_id]}"))
+        seen.setdefault(row.row_id, index)
+        rows.append(row)
+    if problems:
+        raise RowsRejected(problems)
+    return rows
+
+
+class SharedQuota:
+    """One ledger per vendor for every job of the service (one account, one limit); each job leases from it as
+    its own holder, named ``<tenant>/<job>``."""
+
+    def __init__(self, config: CouncilConfig) -> None:
+        self.config = config
+        self.ledgers: dict[str, QuotaLedger] = {}
+
+    def handle(self, vendor: str) -> LocalLedger:
+        ledger = self.ledgers.get(vendor)
+        if ledger is None:
+            ledger = self.ledgers[vendor] = QuotaLedger(self.config.settings(vendor).limits)
+        return LocalLedger(ledger)
+
+
+class Job:
+    """A job while the service runs: its record, and what its run task reports."""
+
+    def __init__(self, record: JobRecord, folder: Path) -> None:
+        self.record = record
+        self.folder = folder  # the run folder (made when the job starts)
+        self.stop = StopControl()
+        self.task: asyncio.Task[None] | None = None
+        self.progress = Progress(rows_total=record.rows)
+        self.counts = Counts()
+        self.spend_usd = 0.0
+        self.done = asyncio.Event()
+
+    def view(self) -> JobView:
+        r = self.record
+        base = f"/v1/jobs/{r.id}"
+        return JobView(id=r.id, tenant=r.tenant, state=r.state, reason=r.reason, created_at=r.created_at,
+                       started_at=r.started_at, finished_at=r.finished_at, simulated=r.simulated,
+                       progress=self.progress, counts=self.counts, spend_usd=round(self.spend_usd, 6),
+                       errors=r.errors, links={"self": base, "verdicts": base + "/verdicts", "summary": base + "/summary"})
+
+
+class JobManager:
+    """Every job of the service, durable in the runs root."""
+
+    def __init__(self, root: Path, bank: list[BankItem], *, provider_url: str | None, sim_config: Path | None = None,
+                 config: CouncilConfig | None = None, on_record: Callable[[JudgeCallRecord], None] | None = None
+                 ) -> None:
+        self.root = Path(root)
+        self.bank = bank
+        self.provider_url = provider_url
+        self.sim_config = sim_config
+        self.config = config or CouncilConfig()
+        self.jobs: dict[str, Job] = {}
+        self._keys: dict[tuple[str, str], str] = {}  # (tenant, idempotency key) -> job id
+        self.on_record = on_record  # every judge-call record a job archives (the metrics)
+        self.quota = SharedQuota(self.config)
+        self.draining = False
+        self.log = logs.get_logger("council.service")
+
+    # -- start and stop ------------------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Load every job record; resume the jobs that were not over when the service last stopped."""
+        (self.root / JOBS).mkdir(parents=True, exist_ok=True)
+        for path in sorted((self.root / JOBS).glob("*/job.json")):
+            record = JobRecord.model_validate_json(path.read_bytes())
+            job = self._add(record)
+            if record.state in TERMINAL:
+                self._settle_counts(job)
+                job.done.set()
+            else:
+                self.log.info("job.resume", job_id=record.id, tenant=record.tenant, state=record.state)
+                self._launch(job)
+
+    async def drain(self) -> None:
+        """Stop every running job as SIGTERM stops a run (calls in flight finish and are archived); the jobs
+        stay resumable and are taken up again when the service next starts."""
+        self.draining = True
+        running = [j for j in self.jobs.values() if j.task is not None and not j.task.done()]
+        for job in running:
+            job.stop.request("terminate")
+        await asyncio.gather(*(j.task for j in running if j.task is not None), return_exceptions=True)
+
+    # -- submission ----------------------------------------------------------------------------------------
+    def submit(self, tenant: Any, submission: JobSubmission, idempotency_key: str | None) -> tuple[Job, bool]:
+        """The job for this submission (new, or the one an earlier submission with the same Idempotency-Key
+        made: then ``False``). Raises RowsRejected, TooMany or IdempotencyConflict."""
+        digest = hashlib.sha256(submission.model_dump_json().encode()).hexdigest()
+        if idempotency_key is not None:
+            known = self._keys.get((tenant.name, idempotency_key))
+            if known is not None:
+                job = self.jobs[known]
+                if job.record.request_sha256 != digest:
+                    raise IdempotencyConflict(f"Idempotency-Key {idempotency_key!r} was used for another request")
+                return job, False
+        if len(submission.rows) > tenant.max_rows_per_job:
+            raise TooMany(f"{len(submission.rows)} rows is over this tenant's limit of {tenant.max_rows_per_job} "
+                          "rows per job: split the submission", 0)
+        running = sum(1 for j in self.jobs.values() if j.record.tenant == tenant.name and j.record.state not in TERMINAL)
+        if running >= tenant.max_running_jobs:
+            raise TooMany(f"this tenant already has {running} jobs running (its limit)", 30)
+        items = submission.bank if submission.bank is not None else self.bank
+        self.config_for(submission.options, submission.budget_usd)
+        rows = check_rows(submission, items)
+        record = JobRecord(id=f"job-{secrets.token_hex(8)}", tenant=tenant.name, created_at=now(),
+                           idempotency_key=idempotency_key, request_sha256=digest, rows=len(rows),
+                           options=submission.options, budget_usd=submission.budget_usd,
+                           callback_url=str(submission.callback_url) if submission.callback_url else None,
+                           simulated=self.provider_url is None)
+        home = self._home(record.id)
+        home.mkdir(parents=True)
+        used = {r.item_id for r in rows}
+        _write_lines(home / "bank.jsonl", [i for i in items if i.id in used])
+        _write_lines(home / "rows.jsonl", rows)
+        job = self._add(record)
+        self._save(job)
+        self.log.info("job.submitted", job_id=record.id, tenant=tenant.name, rows=record.rows)
+        self._launch(job)
+        return job, True
+
+    def config_for(self, options: JobOptions, budget_usd: float | None) -> CouncilConfig:
+        """The service's council config with a job's options on top; RowsRejected when they do not fit."""
+        try:
+            config = CouncilConfig.model_validate({**self.config.model_dump(), **options.model_dump(),
+                                                   "budget_usd": budget_usd})
+        except ValidationError as exc:
+            raise RowsRejected([RowProblem(index=-1, field="options." + ".".join(map(str, e["loc"])) or "options",
+                                           problem=e["msg"]) for e in exc.errors()]) from None
+        try:
+            check_budget(config, [])
+        except ConfigError as exc:
+            raise RowsRejected([RowProblem(index=-1, field="budget_usd", problem=str(exc))]) from None
+        return config
+
+    def get(self, tenant: Any, job_id: str) -> Job | None:
+        """The tenant's job ``job_id``; another tenant's job is None, as an unknown one is."""
+        job = self.jobs.get(job_id)
+        return job if job is not None and job.record.tenant == tenant.name else None
+
+    def of(self, tenant: Any) -> list[Job]:
+        return sorted((j for j in self.jobs.values() if j.record.tenant == tenant.name),
+                      key=lambda j: j.record.created_at)
+
+    def cancel(self, job: Job) -> None:
+        if job.record.state not in TERMINAL:
+            job.stop.request("interrupt", "cancelled")
+
+    # -- running -------------------------------------------------------------------------------------------
+    def _launch(self, job: Job) -> None:
+        job.task = asyncio.create_task(self._run(job), name=f"job {job.record.id}")
+
+    async def _run(self, job: Job) -> None:
+        record = job.record
+        home = self._home(record.id)
+        config = self.config_for(record.options, record.budget_usd)
+        self._set(job, state="running", started_at=record.started_at or now())
+        bound = structlog_context(job_id=record.id, tenant=record.tenant)
+        (job.folder / LIVE).unlink(missing_ok=True)  # a resumed job gives out every row again, archived or not
+        live = _LiveVerdicts(job, config, self.on_record)
+        try:
+            with bound:
+                if (job.folder / MANIFEST).is_file():
+                    result = await resume_council(self.root, record.id, command=f"serve: job {record.id} resumed",
+                                                  hooks=live.hooks(self.quota), stop=job.stop)
+                else:
+                    req = RunRequest(bank=home / "bank.jsonl", responses=home / "rows.jsonl", runs_dir=self.root,
+                                     run_id=record.id, backend="local", provider_url=self.provider_url,
+                                     sim_config=self.sim_config, config=config, command=f"serve: job {record.id}")
+                    result = await run_council(req, hooks=live.hooks(self.quota), stop=job.stop)
+        except Exception as exc:  # the job failed; the service goes on
+            live.close()
+            self.log.error("job.failed", job_id=record.id, tenant=record.tenant, error=str(exc))
+            self._set(job, state="failed", reason=type(exc).__name__, errors=[*record.errors, str(exc)],
+                      finished_at=now())
+            job.done.set()
+            return
+        live.close()
+        stop = result.stop
+        if stop is not None and stop.requested:
+            state: JobState = "cancelled" if stop.detail == "cancelled" else "stopped"
+            if stop.reason == "terminate" and self.draining:
+                state = "running"  # drained with the service: resumed when it starts again
+            reason = stop.reason
+        else:
+            state, reason = "finished", None
+        errors = [*record.errors, str(result.error)] if result.error is not None else record.errors
+        self._settle_counts(job, result.summary)
+        self._set(job, state=state, reason=reason, errors=errors, finished_at=None if state == "running" else now())
+        if state != "running":
+            job.done.set()
+
+    def _settle_counts(self, job: Job, summary: dict[str, Any] | None = None) -> None:
+        if summary is None:
+            path = job.folder / SUMMARY
+            if not path.is_file():
+                return
+            summary = orjson.loads(path.read_bytes())
+        total = int(summary.get("rows_total", 0))
+        not_graded = int(summary.get("not_graded_rows", 0))
+        job.counts = Counts(graded_rows=total - not_graded, not_graded_rows=not_graded,
+                            refused_rows=int(summary.get("refused_rows", 0)))
+        job.spend_usd = float(summary.get("cost_usd") or 0.0)
+        job.progress = job.progress.model_copy(update={"rows_done": total})
+
+    # -- records ---------------------------------------------------------------------------------------------
+    def _home(self, job_id: str) -> Path:
+        return self.root / JOBS / job_id
+
+    def _add(self, record: JobRecord) -> Job:
+        job = Job(record, run_path(self.root, record.id))
+        self.jobs[record.id] = job
+        if record.idempotency_key is not None:
+            self._keys[(record.tenant, record.idempotency_key)] = record.id
+        return job
+
+    def _set(self, job: Job, **changes: Any) -> None:
+        job.record = job.record.model_copy(update=changes)
+        self._save(job)
+
+    def _save(self, job: Job) -> None:
+        path = self._home(job.record.id) / "job.json"
+        tmp = path.with_name("job.json.tmp")
+        tmp.write_bytes(dump_json(job.record.model_dump(mode="json")))
+        tmp.replace(path)
+
+    def counts_by_state(self) -> dict[tuple[str, str], int]:
+        out: dict[tuple[str, str], int] = {}
+        for job in self.jobs.values():
+            key = (job.record.tenant, job.record.state)
+            out[key] = out.get(key, 0) + 1
+        return out
+
+
+class _LiveVerdicts:
+    """A running job's progress, and each row's verdict appended to ``verdicts.live.jsonl`` as it is decided."""
+
+    def __init__(self, job: Job, config: CouncilConfig, on_record: Callable[[JudgeCallRecord], None] | None) -> None:
+        self.job = job
+        self.config = config
+        self._on_record = on_record
+        self._handle = None
+
+    def hooks(self, quota: SharedQuota) -> RunHooks:
+        return RunHooks(on_progress=self.progress, on_row_graded=self.graded, on_record=self.record,
+                        ledger=quota.handle, holder=f"{self.job.record.tenant}/{self.job.record.id}")
+
+    def record(self, record: JudgeCallRecord) -> None:
+        self.job.spend_usd += record.cost_usd
+        if self._on_record is not None:
+            self._on_record(record)
+
+    def progress(self, rows: int) -> None:
+        p = self.job.progress
+        self.job.progress = p.model_copy(update={"rows_done": p.rows_done + rows})
+
+    def graded(self, row: ResponseRow, records: list[JudgeCallRecord], refused: bool) -> None:
+        p = self.job.progress
+        self.job.progress = p.model_copy(update={
+            "votes_round1": p.votes_round1 + sum(r.round == 1 for r in records),
+            "votes_round2": p.votes_round2 + sum(r.round == 2 for r in records)})
+        verdict = row_verdict(row, records, self.config.roster, self.config.self_exclusion, self.config.quorum,
+                              refused=refused)
+        if self._handle is None:
+            self._handle = open(self.job.folder / LIVE, "ab")
+        self._handle.write(dump_line(verdict.model_dump(mode="json")))
+        self._handle.flush()
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+
+
+def structlog_context(**values: str):  # noqa: ANN201 - a context manager
+    import structlog
+
+    return structlog.contextvars.bound_contextvars(**values)
+
+
+def _write_lines(path: Path, records: list[BaseModel]) -> None:
+    path.write_bytes(b"".join(dump_line(r.model_dump(mode="json")) for r in records))

@@ -1,0 +1,97 @@
+"""The grading service's API: every request body and every answer as a pydantic model. The same models
+validate requests and make ``/openapi.json`` (:mod:`council.service.openapi`): there is no second copy."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field
+
+from council.core.schema import BankItem
+
+JobState = Literal["queued", "running", "finished", "stopped", "cancelled", "failed"]
+TERMINAL: frozenset[str] = frozenset({"finished", "stopped", "cancelled", "failed"})
+
+
+class _Api(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class JobOptions(_Api):
+    """How the council grades this job (what ``council run`` takes as flags)."""
+
+    seed: int = 0
+    quorum: int = Field(default=3, ge=1)
+    self_exclusion: bool = True
+    batch_audit: float = Field(default=0.0, ge=0.0, le=1.0)
+    vendor_map: dict[str, str] = Field(default_factory=dict)
+    compress_archive: bool = False
+
+
+class JobSubmission(_Api):
+    """``POST /v1/jobs`` as JSON. Rows in this project's row format (``item_id``, ``model``, ``response``,
+    optional ``row_id``, ``vendor``, ``gold_verdict``, ``confidence``, ``abstained``), or records of another
+    benchmark's format named by ``format``. Without ``bank`` the service's bank is used."""
+
+    rows: list[dict[str, Any]] = Field(min_length=1)
+    format: str = "jsonl"
+    model: str | None = None  # the model of every record, for formats that do not name it
+    bank: list[BankItem] | None = None
+    options: JobOptions = Field(default_factory=JobOptions)
+    budget_usd: float | None = Field(default=None, gt=0)
+    callback_url: AnyHttpUrl | None = None
+
+
+class RowProblem(_Api):
+    index: int  # the row's position in the submission, from 0
+    field: str
+    problem: str
+
+
+class Problem(_Api):
+    """Every error answer."""
+
+    error: str
+    detail: str | None = None
+    problems: list[RowProblem] = Field(default_factory=list)
+
+
+class Progress(_Api):
+    rows_total: int = 0
+    rows_done: int = 0
+    votes_round1: int = 0
+    votes_round2: int = 0
+
+
+class Counts(_Api):
+    graded_rows: int = 0
+    not_graded_rows: int = 0
+    refused_rows: int = 0
+
+
+class JobView(_Api):
+    """``GET /v1/jobs/{id}``."""
+
+    id: str
+    tenant: str
+    state: JobState
+    reason: str | None = None  # why a job stopped (budget, error, interrupt) or failed
+    created_at: str
+    started_at: str | None = None
+    finished_at: str | None = None
+    simulated: bool
+    progress: Progress
+    counts: Counts
+    spend_usd: float = 0.0
+    errors: list[str] = Field(default_factory=list)
+    links: dict[str, str]
+
+
+class JobList(_Api):
+    jobs: list[JobView]
+
+
+class Health(_Api):
+    status: Literal["ok", "draining"]
+    jobs_running: int
+    jobs_queued: int
