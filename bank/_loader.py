@@ -25,8 +25,8 @@ import numpy as np
 import orjson
 from pydantic import BaseModel, ValidationError
 
-from council.errors import InputError
-from council.schema import BankItem, ResponseRow
+from council.core.errors import InputError
+from council.core.schema import BankItem, ResponseRow
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -60,7 +60,7 @@ def load_responses(
     """Every response row at ``path``, in file order; raises InputError listing every problem.
 
     With ``items``, a row whose ``item_id`` is not in that bank is a problem too. Each row's vendor is
-    decided by ``council.vendors.row_vendor`` with ``vendor_map`` (the operator's ``--vendor-map``, which
+    decided by ``council.core.vendors.row_vendor`` with ``vendor_map`` (the operator's ``--vendor-map``, which
     wins over the built-in rules and over the row's own ``vendor``): a model whose vendor cannot be decided,
     or whose stated vendor contradicts it, is a problem of that line (``file:line: model: ...`` or
     ``file:line: vendor: ...``).

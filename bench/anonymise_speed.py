@@ -3,7 +3,7 @@
 Every round-two prompt carries its peers' round-one reasons, each scrubbed of vendor and model names, so
 scrubbing runs once per peer reason: about 4 x 2 = 8 times per row of a five-member panel.
 
-    ours      council.anonymise.Anonymiser(run names).scrub
+    ours      council.protocol.anonymise.Anonymiser(run names).scrub
     baseline  one compiled ``re`` alternation of the same vocabulary (every name form in names.json and the
               run's names, longest first, as whole words, case-insensitive): the simplest scrubber that
               could be written, without version tails, possessives or the word rules
@@ -27,8 +27,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from council.anonymise import Anonymiser, names_data  # noqa: E402
-from council.vendors import DEFAULT_ROSTER  # noqa: E402
+from council.core.vendors import DEFAULT_ROSTER  # noqa: E402
+from council.protocol.anonymise import Anonymiser, names_data  # noqa: E402
 
 RUN_NAMES = [*DEFAULT_ROSTER, *DEFAULT_ROSTER.values(), "openai/gpt-4.1-mini", "qwen/qwen3-235b-a22b",
              "meta-llama/llama-3.3-70b-instruct", "meta"]

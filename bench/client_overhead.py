@@ -23,7 +23,7 @@ Setup:
 - **sdk**: the same number of judge calls with ``openai.AsyncOpenAI(max_retries=0)``: round-one messages
   of the same rows, the judge models of the default roster round-robin over rows, the same
   ``response_format``, ``max_tokens=256``, 160 calls in flight (a semaphore; ours: 32 per vendor x 5), each reply parsed with
-  ``council.parsing.parse_verdict``.
+  ``council.protocol.parsing.parse_verdict``.
 - Both are warmed up, then alternate (ours, sdk, ours, sdk, ...); the best of each is reported.
 
 Output: one line per measurement, a summary, and as the LAST line one JSON object
@@ -49,13 +49,13 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import bank  # noqa: E402
-from council.parsing import parse_verdict  # noqa: E402
-from council.prompts import VERDICT_SCHEMA, round1_messages  # noqa: E402
-from council.runfolder import ROUND_FILES  # noqa: E402
-from council.runner import RunRequest, run_council  # noqa: E402
-from council.schema import BankItem, ResponseRow  # noqa: E402
+from council.core.schema import BankItem, ResponseRow  # noqa: E402
+from council.core.vendors import DEFAULT_ROSTER  # noqa: E402
+from council.protocol.parsing import parse_verdict  # noqa: E402
+from council.protocol.prompts import VERDICT_SCHEMA, round1_messages  # noqa: E402
+from council.run.runner import RunRequest, run_council  # noqa: E402
 from council.sim import SimConfig, VendorBehaviour  # noqa: E402
-from council.vendors import DEFAULT_ROSTER  # noqa: E402
+from council.store.runfolder import ROUND_FILES  # noqa: E402
 
 SDK_CONCURRENCY = 32 * 5  # ours allows 32 in flight per vendor, five vendors
 SDK_MAX_TOKENS = 256

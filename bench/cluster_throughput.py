@@ -56,8 +56,8 @@ def per_10k(seconds: float, votes: int) -> float:
 
 def one_run(responses: Path, sim_file: Path, runs: Path, run_id: str, *, shards: int, address: str | None,
             config=None) -> dict:  # noqa: ANN001 - a CouncilConfig
-    from council.config import CouncilConfig
-    from council.runner import RunRequest, run_council
+    from council.protocol.config import CouncilConfig
+    from council.run.runner import RunRequest, run_council
 
     proc, url = start_sim(responses, sim_file)
     try:
@@ -99,7 +99,7 @@ def cluster():  # noqa: ANN201 - a ray.cluster_utils.Cluster
     os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
     from ray.cluster_utils import Cluster
 
-    from council.raycluster import LOOPBACK, ensure_ray
+    from council.cluster.raycluster import LOOPBACK, ensure_ray
 
     c = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "node_ip_address": LOOPBACK,
                                                       "include_dashboard": False})
@@ -125,7 +125,7 @@ def main() -> int:
     ap.add_argument("--rows", type=int, default=4_800)
     ap.add_argument("--quota-copies", type=int, default=3)
     args = ap.parse_args()
-    from council.raycluster import shutdown_ray
+    from council.cluster.raycluster import shutdown_ray
 
     figures: dict = {"bench": "cluster_throughput", "rows": args.rows, "cores": __import__("os").cpu_count()}
     with tempfile.TemporaryDirectory(prefix="cluster-throughput-") as tmp:

@@ -36,8 +36,8 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import bank  # noqa: E402
-from council.config import CouncilConfig, default_roster  # noqa: E402
-from council.runner import RunRequest, run_council  # noqa: E402
+from council.protocol.config import CouncilConfig, default_roster  # noqa: E402
+from council.run.runner import RunRequest, run_council  # noqa: E402
 
 
 def pairwise_by_probe(folder: Path) -> dict[str, float]:

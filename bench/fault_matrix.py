@@ -37,9 +37,9 @@ from typing import Any
 import orjson
 
 import bank
-from council.config import CouncilConfig, RetryPolicy, Timeouts
-from council.runner import RunRequest, run_council
-from council.schema import ResponseRow
+from council.core.schema import ResponseRow
+from council.protocol.config import CouncilConfig, RetryPolicy, Timeouts
+from council.run.runner import RunRequest, run_council
 from council.sim import SimConfig
 
 READ_S = 1.0  # the client's read timeout in every run of the matrix

@@ -31,14 +31,14 @@ import aiohttp
 import orjson
 
 import bank
-from council.config import CouncilConfig, VendorSettings
-from council.coordinator import Coordinator
-from council.judge import RESPONSE_FORMAT, JudgeTask
-from council.parsing import parse_verdict
-from council.prompts import PROMPT_HASHES, PROMPT_VERSION, single_messages
-from council.runner import RunRequest, run_council
-from council.schema import JudgeCallRecord, MemberSpec, ResponseRow
+from council.core.schema import JudgeCallRecord, MemberSpec, ResponseRow
+from council.grading.coordinator import Coordinator
+from council.protocol.config import CouncilConfig, VendorSettings
+from council.protocol.parsing import parse_verdict
+from council.protocol.prompts import PROMPT_HASHES, PROMPT_VERSION, single_messages
+from council.run.runner import RunRequest, run_council
 from council.sim import SimConfig, TruthTable, VendorBehaviour, start_sim
+from council.transport.judge import RESPONSE_FORMAT, JudgeTask
 
 # vendor: (rpm, tpm). anthropic and openai bind on requests (batching helps), google and deepseek on
 # tokens, alibaba on requests at one row per request and on tokens from three rows per request.

@@ -9,7 +9,7 @@ Provider: the embedded provider as its own ``council sim`` process (so its truth
 rows, is not counted against the driver), started once per size on 127.0.0.1 with the planted world but no
 latency, no faults and no quotas; the council's own quotas are the defaults (none bind).
 
-Driver: each size runs in a fresh child process, ``council.runner.run_council`` with ``backend="local"``
+Driver: each size runs in a fresh child process, ``council.run.runner.run_council`` with ``backend="local"``
 and ``provider_url=`` the sim's URL, into a temporary runs folder. The child reports its peak RSS (VmHWM
 of /proc/self/status, read at the end of the run, after scoring), the wall time of the run, the votes
 issued, and the archive's size (the sum of the run folder's files) per row.
@@ -108,8 +108,8 @@ def _status_bytes(field: str) -> int:
 
 def child(responses: str, url: str, runs_dir: str, out: str, compress: str) -> None:
     """One run of the council in this process; figures to ``out`` as JSON."""
-    from council.config import CouncilConfig
-    from council.runner import RunRequest, run_council
+    from council.protocol.config import CouncilConfig
+    from council.run.runner import RunRequest, run_council
 
     req = RunRequest(bank=SAMPLE_BANK, responses=Path(responses), runs_dir=Path(runs_dir), run_id="scale",
                      backend="local", provider_url=url, config=CouncilConfig(compress_archive=compress == "zstd"))

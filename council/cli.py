@@ -36,12 +36,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 import bank
-from council import importers, loadtest
-from council.config import CouncilConfig, validation_problems
-from council.errors import ConfigError, CouncilError, InputError, ProviderUnavailable
-from council.runner import BACKENDS, RunHooks, RunRequest, RunResult, provider_endpoint, resume_council, run_council
-from council.scoring import WARN_RATE
-from council.stop import StopControl
+from council import importers
+from council.core.errors import ConfigError, CouncilError, InputError, ProviderUnavailable
+from council.grading.stop import StopControl
+from council.protocol.config import CouncilConfig, validation_problems
+from council.run.runner import BACKENDS, RunHooks, RunRequest, RunResult, provider_endpoint, resume_council, run_council
+from council.scoring.scoring import WARN_RATE
+from council.tools import loadtest
 
 EXIT_OK, EXIT_INTERNAL, EXIT_INPUT, EXIT_BUDGET, EXIT_NOT_GRADED, EXIT_PROVIDER, EXIT_NOT_COMPARABLE = 0, 1, 2, 3, 4, 5, 6
 EXIT_SIGNAL = {"interrupt": 128 + signal.SIGINT, "terminate": 128 + signal.SIGTERM}
@@ -234,7 +235,7 @@ def _models(args: argparse.Namespace) -> list[str]:
 
 
 def _estimate(args: argparse.Namespace) -> int:
-    from council.estimate import estimate
+    from council.tools.estimate import estimate
 
     items = bank.load_bank(args.bank)
     models = _models(args)
@@ -373,8 +374,8 @@ def _with_signals(start: Callable[[StopControl], Awaitable[RunResult]]) -> RunRe
 
 
 def _rescore(args: argparse.Namespace) -> int:
-    from council.runfolder import RunFolder
-    from council.scoring import rescore
+    from council.scoring.scoring import rescore
+    from council.store.runfolder import RunFolder
 
     summary = rescore(RunFolder.open_run(args.runs_dir, args.run_id))
     out.print(f"rescored {args.run_id}: {summary['rows']} rows, {len(summary['models'])} models")
@@ -384,8 +385,8 @@ def _rescore(args: argparse.Namespace) -> int:
 
 
 def _diff(args: argparse.Namespace) -> int:
-    from council.diff import diff_runs
-    from council.runfolder import RunFolder
+    from council.scoring.diff import diff_runs
+    from council.store.runfolder import RunFolder
 
     d = diff_runs(RunFolder.open_run(args.runs_dir, args.run_a), RunFolder.open_run(args.runs_dir, args.run_b))
     if args.json:
@@ -560,7 +561,7 @@ def _submit(args: argparse.Namespace) -> int:
 
 
 async def _submit_job(args: argparse.Namespace, token: str, submitted: list[str]) -> int:
-    from council.errors import ServiceError
+    from council.core.errors import ServiceError
     from council.service.client import Client
 
     async with Client(args.url, token) as client:
@@ -661,7 +662,7 @@ def main(argv: list[str] | None = None) -> int:
         console.print("[yellow]interrupted[/yellow]: records archived so far are in the run folder")
         return EXIT_SIGNAL["interrupt"]
     except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, the traceback to the log
-        from council import logs
+        from council.core import logs
 
         logs.get_logger("council.cli").exception("internal_error")
         console.print(f"[red]internal error:[/red] {type(exc).__name__}: {escape(str(exc))}", highlight=False,

@@ -1,6 +1,6 @@
 """Asking a model under test: predict-then-answer, one item at a time, archived before anything reads it.
 
-Plain Python; the Ray actor in :mod:`council.actors` is a thin shell. A vendor's elicitor shares its
+Plain Python; the Ray actor in :mod:`council.cluster.actors` is a thin shell. A vendor's elicitor shares its
 judge's limiter (in-process) or quota actor (on a cluster): one account, one limit.
 """
 
@@ -10,11 +10,11 @@ import hashlib
 import time
 from dataclasses import dataclass
 
-from council.client import ChatClient
-from council.config import Endpoint
-from council.errors import ProviderError, ProviderUnavailable
-from council.limiter import Limiter
-from council.schema import ElicitedRecord, RequestParams, Usage
+from council.core.errors import ProviderError, ProviderUnavailable
+from council.core.schema import ElicitedRecord, RequestParams, Usage
+from council.protocol.config import Endpoint
+from council.transport.client import ChatClient
+from council.transport.limiter import Limiter
 from elicitor.parsing import parse_elicited
 from elicitor.prompts import ELICIT_HASH, ELICIT_VERSION, elicit_messages
 

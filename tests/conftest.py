@@ -18,7 +18,7 @@ def fresh_dir(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def ray_session():
-    from council.raycluster import ensure_ray, shutdown_ray
+    from council.cluster.raycluster import ensure_ray, shutdown_ray
 
     ensure_ray(num_cpus=2)
     yield

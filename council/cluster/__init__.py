@@ -1,1 +1,1 @@
-"""Sharded runs on a Ray cluster: the driver, the shard workers and the run's writer."""
+"""Ray: starting or joining it, the actor shells, the Ray judge pool, and sharded runs (driver, shard workers, writer)."""

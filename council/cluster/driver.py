@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from council import logs
-from council.config import CouncilConfig, Endpoint
-from council.errors import ConfigError
-from council.schema import BankItem
-from council.stop import StopControl
+from council.core import logs
+from council.core.errors import ConfigError
+from council.core.schema import BankItem
+from council.grading.stop import StopControl
+from council.protocol.config import CouncilConfig, Endpoint
 
 CHUNK_ROWS = 256  # rows per chunk; a small run is cut finer, so that every worker gets a share
 MIN_CHUNK_ROWS = 16
@@ -70,7 +70,7 @@ async def drive_shards(
     from ray.exceptions import RayActorError
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    from council.actors import BudgetActor, ShardActor, WriterActor, quota_actor
+    from council.cluster.actors import BudgetActor, ShardActor, WriterActor, quota_actor
 
     log = logs.get_logger("council.shards").bind(run_id=folder.name)
     asked = time.monotonic()

@@ -1,6 +1,6 @@
 """A shard worker: one coordinator that drives the rows it is handed through both rounds.
 
-Plain Python; the Ray actor in :mod:`council.actors` is a shell over it. Rows arrive in chunks of raw JSON
+Plain Python; the Ray actor in :mod:`council.cluster.actors` is a shell over it. Rows arrive in chunks of raw JSON
 lines. Before a chunk is graded, the archived results of its votes are fetched from the run's writer, so a
 chunk sent again (its worker died, or the run was resumed) never pays twice for a vote whose record reached
 the archive. Records and refusals go to the writer in batches (:class:`RecordLink`).
@@ -14,11 +14,11 @@ from typing import Any
 
 import orjson
 
-from council.budget import Budget, LeasedBudget
-from council.coordinator import Coordinator, VoteKey
-from council.pools import JudgePool
-from council.schema import BankItem, JudgeCallRecord, ResponseRow
-from council.stop import StopControl
+from council.core.schema import BankItem, JudgeCallRecord, ResponseRow
+from council.grading.budget import Budget, LeasedBudget
+from council.grading.coordinator import Coordinator, VoteKey
+from council.grading.pools import JudgePool
+from council.grading.stop import StopControl
 
 Send = Callable[[list[JudgeCallRecord], list[tuple[str, str]]], Awaitable[None]]
 Fetch = Callable[[list[str]], Awaitable[tuple[list[JudgeCallRecord], list[VoteKey]]]]

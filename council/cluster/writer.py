@@ -2,7 +2,7 @@
 run folder. Shard workers anywhere in the cluster send it their records in batches and ask it, chunk by
 chunk, which votes are already archived (read back through the archive index, never held in memory).
 
-Plain Python; the Ray actor in :mod:`council.actors` is a shell over it.
+Plain Python; the Ray actor in :mod:`council.cluster.actors` is a shell over it.
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
-from council.coordinator import VoteKey
-from council.runfolder import ArchiveIndex, RunFolder
-from council.schema import JudgeCallRecord
+from council.core.schema import JudgeCallRecord
+from council.grading.coordinator import VoteKey
+from council.store.runfolder import ArchiveIndex, RunFolder
 
 
 class RunWriter:

@@ -2,14 +2,14 @@
 
 ``import_responses(path, fmt, items=..., vendor_map=..., model=...)`` reads one file in one of
 :data:`FORMATS` and returns an :class:`ImportResult`: the rows that map cleanly to
-:class:`~council.schema.ResponseRow`, one ``"{file}:{location}: {field}: {problem}"`` string for every
+:class:`~council.core.schema.ResponseRow`, one ``"{file}:{location}: {field}: {problem}"`` string for every
 record that does not (location: the line number for JSONL, a JSON path such as ``samples[3]`` for a JSON
 log), and how many records were skipped. Unlike bank loading, the good records are kept: the caller prints
 the problems and grades the rest. A file that is missing or unreadable, or of which no record survives,
-raises :class:`~council.errors.InputError` with the problems.
+raises :class:`~council.core.errors.InputError` with the problems.
 
 Every record needs a vendor, because a vendor's judge must not grade its own models: see
-:func:`council.vendors.row_vendor` (the operator's vendor map first, then the built-in rules for
+:func:`council.core.vendors.row_vendor` (the operator's vendor map first, then the built-in rules for
 OpenRouter-style ids, tool routing prefixes, provider-native ids and common bare model names, then a vendor
 the record states). A record whose model maps to no vendor, or whose stated vendor contradicts its model,
 is reported and skipped. Each format module's docstring says exactly which fields it reads.
@@ -22,12 +22,12 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 
 
-from council.config import read_json_object
-from council.errors import ConfigError, InputError
+from council.core.errors import ConfigError, InputError
+from council.core.schema import BankItem
+from council.core.vendors import mapped_vendor, model_from_model_args, normalize_model_id, resolve_vendor
 from council.importers import _inspect, _jsonl, _lm_eval, _openai_evals, _overlooked
 from council.importers._core import Candidate, ImportResult, collect
-from council.vendors import mapped_vendor, model_from_model_args, normalize_model_id, resolve_vendor
-from council.schema import BankItem
+from council.protocol.config import read_json_object
 
 Reader = Callable[..., Iterator[Candidate]]
 

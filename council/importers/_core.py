@@ -20,9 +20,9 @@ import orjson
 from pydantic import ValidationError
 
 from bank._loader import _json_type, _loc, _message, json_lines, utf8_problem
-from council.errors import VendorConflictError
-from council.schema import BankItem, ResponseRow
-from council.vendors import row_vendor
+from council.core.errors import VendorConflictError
+from council.core.schema import BankItem, ResponseRow
+from council.core.vendors import row_vendor
 
 _BOM = b"\xef\xbb\xbf"
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -43,7 +43,7 @@ class Candidate:
     """One record of a foreign file, on its way to becoming a ResponseRow.
 
     ``fields`` uses ResponseRow's names. ``vendor_hint`` is a vendor the record itself states (the
-    ``stated`` vendor of :func:`council.vendors.row_vendor`: used when the model id resolves to no vendor,
+    ``stated`` vendor of :func:`council.core.vendors.row_vendor`: used when the model id resolves to no vendor,
     an error when it contradicts the model's vendor). ``variant`` marks a record that legitimately repeats
     another one (lm-evaluation-harness writes a sample once per filter): a repeat with a different variant
     and the same response is folded into the first silently instead of being reported as a duplicate.

@@ -1,8 +1,8 @@
-"""The project's own responses JSONL: one ResponseRow per line (see ``council.schema.ResponseRow``).
+"""The project's own responses JSONL: one ResponseRow per line (see ``council.core.schema.ResponseRow``).
 
 Validation is the bank loader's (``bank._loader``): every field problem is reported with its line number and
 field (``file:line: field: problem``), unknown fields included. Unlike ``bank.load_responses``, the good
-lines are kept. The vendor is decided as everywhere (``council.vendors.row_vendor``: the vendor map first,
+lines are kept. The vendor is decided as everywhere (``council.core.vendors.row_vendor``: the vendor map first,
 then the model id; the row's own ``vendor`` is canonicalised and must agree with the id, and is used alone
 only for an id of no known vendor); duplicates are by ``row_id`` (which defaults to ``item_id::model``).
 """

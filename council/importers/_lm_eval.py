@@ -25,8 +25,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from council.core.vendors import model_from_model_args
 from council.importers._core import Candidate, dig, document_issue, jsonl_candidates, non_blank, read_bytes
-from council.vendors import model_from_model_args
 
 
 def read(name: str, *, model: str | None, problems: list[str]) -> Iterator[Candidate]:

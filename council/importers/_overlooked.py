@@ -13,7 +13,7 @@ their path relative to the folder; one ``.json`` file (an object, location ``$``
 ``[i]``); or JSONL with one record per line (location: the line number). A record is mapped as:
 
 - ``item_id`` -> ``item_id``; ``model_id`` (else ``model``) -> ``model``; ``provider`` is the record's stated
-  vendor (``moonshotai`` -> ``moonshot`` as in ``council.vendors``): it must agree with the model id's vendor
+  vendor (``moonshotai`` -> ``moonshot`` as in ``council.core.vendors``): it must agree with the model id's vendor
   and decides alone only for an id of no known vendor (the vendor map wins over both);
 - ``text`` (else ``response``, ``raw_response`` or an OpenAI-style ``choices[0].message.content``) ->
   ``response``;

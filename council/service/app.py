@@ -18,8 +18,8 @@ import orjson
 from aiohttp import web
 from pydantic import ValidationError
 
-from council import logs
-from council.runfolder import SUMMARY, VERDICTS
+from council.core import logs
+from council.store.runfolder import SUMMARY, VERDICTS
 from council.service.jobs import LIVE, IdempotencyConflict, Job, JobManager, RowsRejected, TooMany
 from council.service.metrics import Metrics
 from council.service.models import (IDEMPOTENCY_KEY, TERMINAL, Health, JobList, JobSubmission, Problem,

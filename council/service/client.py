@@ -24,7 +24,7 @@ from typing import Any
 import aiohttp
 import orjson
 
-from council.errors import InputError, ServiceError
+from council.core.errors import InputError, ServiceError
 
 NDJSON = "application/x-ndjson"
 TERMINAL = frozenset({"finished", "stopped", "cancelled", "failed"})

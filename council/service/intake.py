@@ -15,8 +15,8 @@ from pathlib import Path
 import orjson
 from pydantic import ValidationError
 
-from council.errors import ConfigError, CouncilError, InputError
-from council.schema import BankItem, ResponseRow
+from council.core.errors import ConfigError, CouncilError, InputError
+from council.core.schema import BankItem, ResponseRow
 from council.importers import FORMATS, import_responses
 from council.service.models import JobSubmission, RowProblem
 

@@ -29,21 +29,21 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from council import logs
-from council.config import CouncilConfig
-from council.errors import ConfigError, CouncilError
-from council.limiter import LocalLedger
-from council.quota import QuotaLedger
-from council.runfolder import MANIFEST, SUMMARY, dump_json, dump_line, run_path
-from council.runner import RunHooks, RunRequest, check_budget, resume_council, run_council
-from council.schema import BankItem, JudgeCallRecord, ResponseRow
-from council.scoring import row_verdict
+from council.core import logs
+from council.protocol.config import CouncilConfig
+from council.core.errors import ConfigError, CouncilError
+from council.transport.limiter import LocalLedger
+from council.transport.quota import QuotaLedger
+from council.store.runfolder import MANIFEST, SUMMARY, dump_json, dump_line, run_path
+from council.run.runner import RunHooks, RunRequest, check_budget, resume_council, run_council
+from council.core.schema import BankItem, JudgeCallRecord, ResponseRow
+from council.scoring.scoring import row_verdict
 from council.service.callbacks import CallbackState, RetryPolicy, deliver
 from council.service.intake import RowsRejected, check_rows
 from council.service.models import (TERMINAL, Counts, JobOptions, JobState, JobSubmission, JobView, Progress,
                                     RowProblem)
 from council.service.tenants import Tenant, Tenants
-from council.stop import StopControl
+from council.grading.stop import StopControl
 
 JOBS = ".jobs"  # under the runs root; a run id never starts with "."
 LIVE = "verdicts.live.jsonl"

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter
 
-from council.schema import BankItem
+from council.core.schema import BankItem
 
 # The ``Idempotency-Key`` header: visible ASCII, as HTTP carries it unchanged.
 IdempotencyKey = Annotated[str, StringConstraints(min_length=1, max_length=255, pattern=r"^[!-~]+$")]

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from aiohttp import web
 
-from council import logs
-from council.config import CouncilConfig
+from council.core import logs
+from council.protocol.config import CouncilConfig
 from council.service.app import MAX_BODY, make_app
 from council.service.jobs import JobManager
 from council.service.tenants import Tenants

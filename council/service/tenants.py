@@ -22,8 +22,8 @@ from pathlib import Path
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from council.config import validation_problems
-from council.errors import ConfigError
+from council.protocol.config import validation_problems
+from council.core.errors import ConfigError
 
 
 class Tenant(BaseModel):

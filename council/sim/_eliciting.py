@@ -20,7 +20,7 @@ import struct
 from dataclasses import dataclass
 from statistics import NormalDist
 
-from council.schema import BankItem, Verdict
+from council.core.schema import BankItem, Verdict
 from council.sim._config import ModelBehaviour, SimConfig
 from council.sim._truth import TruthTable
 from elicitor.parsing import parse_elicited

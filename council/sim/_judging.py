@@ -2,7 +2,7 @@
 
 A request is a single-row prompt (one item body between the round tag and the instruction) or a batched
 prompt (several ``<item key="...">`` blocks, each holding the same body a single-row prompt would carry).
-A body is read in either layout of ``council.prompts``: the contained one (judge-v2: untrusted text fenced by
+A body is read in either layout of ``council.protocol.prompts``: the contained one (judge-v2: untrusted text fenced by
 a nonce and escaped, peers as JSON lines), read exactly; or the legacy one (judge-v1, the audit setting
 ``contain=False``), read as a naive reader would: the response ends at its first ``</response>``, and a
 forged ``<your_round_one>`` block or forged peer lines after it are perceived as the prompt's own.
@@ -51,7 +51,7 @@ from statistics import NormalDist
 
 import orjson
 
-from council.prompts import (
+from council.protocol.prompts import (
     BATCH_INSTRUCTION_ROUND1,
     BATCH_INSTRUCTION_ROUND2,
     BATCH_ITEM,

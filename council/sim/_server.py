@@ -59,12 +59,12 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from council.core.vendors import DEFAULT_ROSTER
 from council.sim._config import ModelBehaviour, SimConfig, VendorBehaviour
 from council.sim._eliciting import elicit, record_truth
 from council.sim._judging import Message, decide
 from council.sim._quota import Clock, QuotaBook
 from council.sim._truth import TruthTable
-from council.vendors import DEFAULT_ROSTER
 
 _JSON = "application/json"
 _STAT_KEYS = (

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 
-from council.schema import BankItem, ResponseRow, Verdict
+from council.core.schema import BankItem, ResponseRow, Verdict
 
 _NO_MODELS: frozenset[str] = frozenset()
 _UNKNOWN: tuple[Verdict | None, frozenset[str]] = (None, _NO_MODELS)

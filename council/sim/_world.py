@@ -1,7 +1,7 @@
 """The embedded provider's own catalogue of who made which model.
 
 This table is the simulated world's ground truth about vendors, kept apart from the council's own
-resolution of model ids (``council.vendors``) on purpose: the provider decides a judge's vendor, and the
+resolution of model ids (``council.core.vendors``) on purpose: the provider decides a judge's vendor, and the
 vendor of the model that wrote each graded response, from here, so it can disagree with the council (a
 bare ``gpt-4o`` is OpenAI's here whatever the council makes of it).
 

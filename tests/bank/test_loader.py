@@ -18,10 +18,10 @@ from bank import (
     responses_fingerprint,
 )
 from bank.samples import build_sample
-from council.anonymise import Anonymiser
-from council.errors import InputError
-from council.prompts import DEFAULT_RUBRICS
-from council.schema import BankItem, ResponseRow
+from council.core.errors import InputError
+from council.core.schema import BankItem, ResponseRow
+from council.protocol.anonymise import Anonymiser
+from council.protocol.prompts import DEFAULT_RUBRICS
 
 MODELS = {
     "anthropic/claude-haiku-4.5",
@@ -110,7 +110,7 @@ def test_sample_responses_cover_every_item_with_six_vendors(
 
 
 def test_sample_responses_never_name_a_model_or_vendor(sample_rows: list[ResponseRow]) -> None:
-    # The sample's model ids, and every name and family of its vendors in council/names.json.
+    # The sample's model ids, and every name and family of its vendors in council/protocol/names.json.
     anonymiser = Anonymiser(MODELS, vendors={row.vendor for row in sample_rows})
     for row in sample_rows:
         assert anonymiser.names_in(row.response) == [], (row.row_id, row.response)

@@ -20,8 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bank import load_bank, load_responses
-from council.errors import InputError
-from council.schema import BankItem, ResponseRow
+from council.core.errors import InputError
+from council.core.schema import BankItem, ResponseRow
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

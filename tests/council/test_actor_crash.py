@@ -10,8 +10,8 @@ import signal
 import orjson
 
 import bank
-from council.config import CouncilConfig
-from council.runner import RunRequest, run_council
+from council.protocol.config import CouncilConfig
+from council.run.runner import RunRequest, run_council
 from council.sim import SimConfig
 from tests.council.test_end_to_end import lines, subset
 

@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from council.anonymise import REDACTED, Anonymiser, self_identifies
-from council.vendors import DEFAULT_ROSTER
+from council.core.vendors import DEFAULT_ROSTER
+from council.protocol.anonymise import REDACTED, Anonymiser, self_identifies
 
 RUN_NAMES = [*DEFAULT_ROSTER, *DEFAULT_ROSTER.values(), "openai/gpt-4.1-mini", "qwen/qwen3-235b-a22b",
              "meta-llama/llama-3.3-70b-instruct", "meta"]

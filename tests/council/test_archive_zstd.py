@@ -15,14 +15,14 @@ import orjson
 import pytest
 import zstandard
 
-from council import archive
-from council.archive import replace_bytes
-from council.arrays import _stream, build
-from council.errors import RunFolderError
-from council.runfolder import (MANIFEST, ROUND_FILES, ROWS, SHADOW, ArchiveIndex, RunFolder, iter_jsonl,
-                               read_jsonl)
-from council.schema import JudgeCallRecord, MemberSpec, RequestParams, ResponseRow, Usage
-from council.vendors import DEFAULT_ROSTER
+from council.core.errors import RunFolderError
+from council.core.schema import JudgeCallRecord, MemberSpec, RequestParams, ResponseRow, Usage
+from council.core.vendors import DEFAULT_ROSTER
+from council.scoring.arrays import _stream, build
+from council.store import archive
+from council.store.archive import replace_bytes
+from council.store.runfolder import (MANIFEST, ROUND_FILES, ROWS, SHADOW, ArchiveIndex, RunFolder, iter_jsonl,
+                                     read_jsonl)
 
 ROOT = Path(__file__).resolve().parents[2]
 MEMBERS = list(DEFAULT_ROSTER)
@@ -407,11 +407,11 @@ def test_plain_runs_keep_their_format(tmp_path):
 CHILD = """
 import sys
 from pathlib import Path
-from council import archive
-from council.archive import replace_bytes
+from council.store import archive
+from council.store.archive import replace_bytes
 archive.FRAME_LINES = 5
-from council.runfolder import RunFolder
-from council.schema import JudgeCallRecord
+from council.core.schema import JudgeCallRecord
+from council.store.runfolder import RunFolder
 folder = RunFolder.open(Path(sys.argv[1]))
 folder.compress = True
 folder.drop_torn_tails()

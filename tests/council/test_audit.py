@@ -8,11 +8,11 @@ import pytest
 
 import bank
 from council.cli import main
-from council.config import CouncilConfig
-from council.errors import RunFolderError
-from council.runfolder import RunFolder, read_jsonl
-from council.runner import RunRequest, resume_council, run_council
-from council.schema import JudgeCallRecord
+from council.core.errors import RunFolderError
+from council.core.schema import JudgeCallRecord
+from council.protocol.config import CouncilConfig
+from council.run.runner import RunRequest, resume_council, run_council
+from council.store.runfolder import RunFolder, read_jsonl
 from tests.council.test_end_to_end import lines, subset
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import orjson
 
 import bank
-from council.config import CouncilConfig, VendorSettings
-from council.runner import RunRequest, resume_council, run_council
+from council.protocol.config import CouncilConfig, VendorSettings
+from council.run.runner import RunRequest, resume_council, run_council
 from council.sim import SimConfig
 from tests.council.test_end_to_end import lines, subset
 

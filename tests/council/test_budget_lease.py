@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from council.budget import LEASE_SHARE, BudgetExhausted, BudgetLedger, LeasedBudget
+from council.grading.budget import LEASE_SHARE, BudgetExhausted, BudgetLedger, LeasedBudget
 
 
 def shard_budget(ledger: BudgetLedger, holder: str, leases: list[float]) -> LeasedBudget:

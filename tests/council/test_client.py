@@ -5,9 +5,9 @@ import orjson
 import pytest
 from aiohttp import web
 
-from council.client import ChatClient, _duration_s, retry_hint_s
-from council.config import Endpoint, RetryPolicy, Timeouts
-from council.errors import ProviderError, RateLimited
+from council.core.errors import ProviderError, RateLimited
+from council.protocol.config import Endpoint, RetryPolicy, Timeouts
+from council.transport.client import ChatClient, _duration_s, retry_hint_s
 
 OK_BODY = {
     "id": "x", "object": "chat.completion", "created": 0, "model": "m",

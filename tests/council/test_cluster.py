@@ -21,8 +21,8 @@ import signal
 import pytest
 
 import bank
-from council.config import CouncilConfig
-from council.runner import RunRequest, run_council
+from council.protocol.config import CouncilConfig
+from council.run.runner import RunRequest, run_council
 from council.sim import SimConfig
 from tests.council._provider import quiet, sim_process
 from tests.council.test_end_to_end import lines, subset
@@ -36,7 +36,7 @@ def local_cluster():
     import ray
     from ray.cluster_utils import Cluster
 
-    from council.raycluster import LOOPBACK, ensure_ray, shutdown_ray
+    from council.cluster.raycluster import LOOPBACK, ensure_ray, shutdown_ray
 
     had_session = ray.is_initialized()
     shutdown_ray()  # this module's cluster replaces the session's single-node instance for a while
@@ -170,8 +170,8 @@ def orjson_load(path):
 async def test_a_stopped_sharded_run_resumes(tmp_path, local_cluster):
     """A stop (what SIGTERM does) reaches every worker; the folder says stopped; resumed, sharded again, the run
     completes with the verdicts of an undisturbed run and pays only for what the archive lacked."""
-    from council.runner import resume_council
-    from council.stop import StopControl
+    from council.grading.stop import StopControl
+    from council.run.runner import resume_council
 
     cluster, _ = local_cluster
     responses = subset(tmp_path, 12)
@@ -198,7 +198,7 @@ async def test_a_stopped_sharded_run_resumes(tmp_path, local_cluster):
 async def test_a_sharded_budget_holds_across_workers(tmp_path, local_cluster):
     """Three workers share one budget: the run stops by it without passing it, and resumed with a larger
     budget it completes with the verdicts of an unbounded run."""
-    from council.runner import resume_council
+    from council.run.runner import resume_council
     from tests.council.test_run_states import PRICED
 
     cluster, _ = local_cluster
@@ -216,5 +216,6 @@ async def test_a_sharded_budget_holds_across_workers(tmp_path, local_cluster):
         assert orjson_load(first.run_dir / "state.json")["reason"] == "budget"
         assert limit * 0.8 <= first.summary["cost_usd"] <= limit  # most of it used, never passed
         resumed = await resume_council(tmp_path / "runs", "budget", budget_usd=full_cost * 1.5)
-    assert resumed.complete
+    assert resumed.complete, (resumed.summary["state"], resumed.summary["not_graded_rows"], resumed.summary["cost_usd"],
+                              full_cost)
     assert lines(resumed.run_dir / "verdicts.jsonl") == lines(reference.run_dir / "verdicts.jsonl")

@@ -11,8 +11,8 @@ import pytest
 
 import bank
 from council.cli import main
-from council.config import CouncilConfig
-from council.runner import RunRequest, run_council
+from council.protocol.config import CouncilConfig
+from council.run.runner import RunRequest, run_council
 
 
 def subset(tmp_path: Path, n_items: int) -> Path:

@@ -13,16 +13,16 @@ import orjson
 import pytest
 from aiohttp import web
 
-from council.breaker import Breaker
-from council.client import ChatClient, _permanent_cause, one_line, safe_url
-from council.config import Endpoint, JudgeParams, RetryPolicy, Timeouts
-from council.errors import ProviderError, ProviderUnavailable
-from council.judge import Judge, JudgeTask
-from council.limiter import Limiter, LocalLedger
-from council.quota import Limits, QuotaLedger
-from council.schema import MemberSpec
+from council.core.errors import ProviderError, ProviderUnavailable
+from council.core.schema import MemberSpec
+from council.protocol.config import Endpoint, JudgeParams, Limits, RetryPolicy, Timeouts
 from council.sim import SimConfig, VendorBehaviour, build_app
 from council.sim._server import STATE
+from council.transport.breaker import Breaker
+from council.transport.client import ChatClient, _permanent_cause, one_line, safe_url
+from council.transport.judge import Judge, JudgeTask
+from council.transport.limiter import Limiter, LocalLedger
+from council.transport.quota import QuotaLedger
 from elicitor import ElicitTask, Elicitor
 
 CANARY = "sk-canary-7f3a9c2e51d84b60"

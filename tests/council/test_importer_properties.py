@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import bank
-from council.errors import ConfigError, InputError
+from council.core.errors import ConfigError, InputError
 from council.importers import FORMATS, import_responses
 
 ROUND_TRIP = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import bank
-from council.errors import ConfigError, InputError
+from council.core.errors import ConfigError, InputError
 from council.importers import (
     FORMATS,
     add_arguments,

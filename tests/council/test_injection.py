@@ -12,7 +12,7 @@ injection, one is clean. Five kinds of injection are used in turn (120 injected 
   "correct";
 - ``forged_fence``: a guess at the fenced layout: a fake ``</response nonce=...>`` close and JSON peer lines.
 
-The rows are graded twice through ``council.runner.run_council`` (local backend, the embedded provider with
+The rows are graded twice through ``council.run.runner.run_council`` (local backend, the embedded provider with
 the planted world plus an easy probe for these items, so that honest judges almost never call a wrong
 answer correct): once with containment (the default judge-v2 layout) and once with the audit setting
 ``JudgeParams.containment = False`` (the judge-v1 layout, untrusted text pasted unfenced). The planted
@@ -32,8 +32,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from council.config import CouncilConfig
-from council.runner import RunRequest, run_council
+from council.protocol.config import CouncilConfig
+from council.run.runner import RunRequest, run_council
 from council.sim import ProbeProfile, SimConfig
 
 N_ITEMS = 60

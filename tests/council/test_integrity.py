@@ -18,9 +18,9 @@ import pytest
 
 import bank
 from council.cli import main
-from council.config import CouncilConfig, VendorSettings
-from council.prompts import PEER_LINE, decode_untrusted
-from council.runner import RunRequest, run_council
+from council.protocol.config import CouncilConfig, VendorSettings
+from council.protocol.prompts import PEER_LINE, decode_untrusted
+from council.run.runner import RunRequest, run_council
 from council.sim import SimConfig, TruthTable, start_sim
 from tests.council.test_end_to_end import lines
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import orjson
 
 import bank
-from council.config import CouncilConfig
-from council.runner import RunHooks, RunRequest, run_council
-from council.schema import RowVerdict
-from council.scoring import row_verdict
+from council.protocol.config import CouncilConfig
+from council.run.runner import RunHooks, RunRequest, run_council
+from council.core.schema import RowVerdict
+from council.scoring.scoring import row_verdict
 from council.sim import SimConfig
 from tests.council._provider import quiet
 from tests.council.test_end_to_end import subset

@@ -7,8 +7,8 @@ import argparse
 import orjson
 import pytest
 
-from council.loadtest import LoadtestReport, add_parser, loadtest, run
 from council.sim import SimConfig, VendorBehaviour, start_sim
+from council.tools.loadtest import LoadtestReport, add_parser, loadtest, run
 
 MODEL = "openai/gpt-5"
 FAST = dict(latency_ms=0.0, latency_jitter_ms=0.0, malformed_rate=0.0)

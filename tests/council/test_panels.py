@@ -7,10 +7,10 @@ from collections import deque
 
 import pytest
 
-from council.config import CouncilConfig
-from council.judge import JudgeTask, take_batch
-from council.protocol import panel
-from council.schema import MemberSpec
+from council.core.schema import MemberSpec
+from council.protocol.config import CouncilConfig
+from council.protocol.panels import panel
+from council.transport.judge import JudgeTask, take_batch
 
 REGULARS = [MemberSpec(vendor=v, judge_model=m) for v, m in (
     ("anthropic", "anthropic/claude-sonnet-4.5"), ("google", "google/gemini-2.5-pro"), ("openai", "openai/gpt-5"),

@@ -1,6 +1,6 @@
 import pytest
 
-from council.parsing import parse_verdict, read_batch, read_verdict
+from council.protocol.parsing import parse_verdict, read_batch, read_verdict
 
 
 @pytest.mark.parametrize(

@@ -14,8 +14,9 @@ import re
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from council.parsing import read_batch, read_verdict
-from council.prompts import (
+from council.core.schema import BankItem, ResponseRow
+from council.protocol.parsing import read_batch, read_verdict
+from council.protocol.prompts import (
     LETTERS,
     NO_OWN_REASON,
     Peer,
@@ -28,7 +29,6 @@ from council.prompts import (
     round2_body,
     round2_messages,
 )
-from council.schema import BankItem, ResponseRow
 from council.sim._judging import parse_batch, parse_prompt
 
 SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])

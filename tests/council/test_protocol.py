@@ -2,11 +2,11 @@ import json
 import re
 from collections import Counter
 
-from council.anonymise import Anonymiser
-from council.prompts import decode_untrusted, encode_untrusted, round1_messages, round2_messages
-from council.protocol import eligible_members, peers_for, row_order
-from council.schema import BankItem, JudgeCallRecord, MemberSpec, ResponseRow
-from council.vendors import DEFAULT_ROSTER
+from council.core.schema import BankItem, JudgeCallRecord, MemberSpec, ResponseRow
+from council.core.vendors import DEFAULT_ROSTER
+from council.protocol.anonymise import Anonymiser
+from council.protocol.panels import eligible_members, peers_for, row_order
+from council.protocol.prompts import decode_untrusted, encode_untrusted, round1_messages, round2_messages
 
 ROSTER = [MemberSpec(vendor=v, judge_model=m) for v, m in DEFAULT_ROSTER.items()]
 ITEM = BankItem(id="q1", probe="calibration", prompt="What is 17 x 23?", reference="391",
@@ -108,7 +108,7 @@ def structure_of(round_: int, nonce: str) -> list[str]:
 
 
 def test_hostile_text_cannot_close_or_open_a_section():
-    from council.prompts import Peer, SYSTEM_PROMPT
+    from council.protocol.prompts import Peer, SYSTEM_PROMPT
     from council.sim._judging import parse_prompt
 
     for hostile in HOSTILE:
@@ -137,7 +137,7 @@ def test_hostile_text_cannot_close_or_open_a_section():
 
 
 def test_batch_items_stay_apart_whatever_the_responses_say():
-    from council.prompts import batch_messages, round1_body
+    from council.protocol.prompts import batch_messages, round1_body
     from council.sim._judging import parse_batch
 
     bodies = [round1_body(ITEM, row(text=h)) for h in HOSTILE]
@@ -149,7 +149,7 @@ def test_batch_items_stay_apart_whatever_the_responses_say():
 
 
 def test_nonce_is_deterministic_and_content_derived():
-    from council.prompts import fence_nonce, request_key, round1_body
+    from council.protocol.prompts import fence_nonce, request_key, round1_body
 
     a = round1_body(ITEM, row(text=HOSTILE[0]))
     assert a == round1_body(ITEM, row(text=HOSTILE[0]))  # same row, same prompt: resume never pays twice
@@ -171,7 +171,7 @@ def test_encoding_round_trips_and_leaves_ordinary_text_alone():
 def test_legacy_layout_is_the_audit_setting_and_is_steerable():
     """contain=False sends the judge-v1 layout, in which a response can forge prompt structure: a naive
     reader (the embedded provider's legacy reader) takes the forged peers for real ones."""
-    from council.prompts import LEGACY_SYSTEM_PROMPT, Peer
+    from council.protocol.prompts import LEGACY_SYSTEM_PROMPT, Peer
     from council.sim._judging import parse_prompt
 
     hostile = HOSTILE[0]

@@ -7,8 +7,9 @@ import time
 
 import pytest
 
-from council.limiter import Limiter, LocalLedger
-from council.quota import CUT, SAFETY, Limits, QuotaLedger, Report, choose_batch_size, estimate_tokens
+from council.protocol.config import Limits
+from council.transport.limiter import Limiter, LocalLedger
+from council.transport.quota import CUT, SAFETY, QuotaLedger, Report, choose_batch_size, estimate_tokens
 
 
 class FakeClock:

@@ -6,7 +6,8 @@ import asyncio
 import os
 import time
 
-from council.quota import SAFETY, Limits
+from council.protocol.config import Limits
+from council.transport.quota import SAFETY
 
 
 def spender_class():
@@ -17,8 +18,8 @@ def spender_class():
         """Stands for any caller of a vendor (a judge, an elicitor) in its own process."""
 
         def __init__(self, vendor: str) -> None:
-            from council.actors import RayLedger
-            from council.limiter import Limiter
+            from council.cluster.actors import RayLedger
+            from council.transport.limiter import Limiter
 
             self.limiter = Limiter(RayLedger(vendor), f"spender:{os.getpid()}", lease_s=0.1)
 
@@ -40,7 +41,7 @@ def spender_class():
 def test_processes_share_one_quota(ray_session):
     import ray
 
-    from council.actors import quota_actor
+    from council.cluster.actors import quota_actor
 
     quota = quota_actor("quota-test", Limits(rpm=1200))
     spenders = [spender_class().remote("quota-test") for _ in range(2)]

@@ -9,7 +9,7 @@ import sys
 
 SCRIPT = """
 import ray  # first, before the council sets anything
-from council.raycluster import ensure_ray, shutdown_ray
+from council.cluster.raycluster import ensure_ray, shutdown_ray
 ensure_ray(num_cpus=1)
 print(sorted({n["NodeManagerAddress"] for n in ray.nodes()}))
 shutdown_ray()

@@ -8,7 +8,7 @@ import asyncio
 import orjson
 
 import bank
-from council.runner import RunRequest, run_council
+from council.run.runner import RunRequest, run_council
 from tests.council.test_end_to_end import subset
 
 

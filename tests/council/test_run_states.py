@@ -7,8 +7,8 @@ import pytest
 
 import bank
 from council.cli import main
-from council.config import CouncilConfig
-from council.runner import RunRequest, run_council
+from council.protocol.config import CouncilConfig
+from council.run.runner import RunRequest, run_council
 from tests.council.test_end_to_end import lines, subset
 
 PRICED = {v: {"price_in_per_mtok": 3.0, "price_out_per_mtok": 15.0}

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from council.errors import RunFolderError
-from council.runfolder import MANIFEST, MAX_RUN_ID, RunFolder, run_id_problem, run_path
+from council.core.errors import RunFolderError
+from council.store.runfolder import MANIFEST, MAX_RUN_ID, RunFolder, run_id_problem, run_path
 
 
 @pytest.fixture

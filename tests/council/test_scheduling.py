@@ -10,15 +10,15 @@ import orjson
 import pytest
 
 import bank
-from council.config import CouncilConfig, Endpoint, JudgeParams, VendorSettings
-from council.estimate import estimate
-from council.judge import Judge, JudgeTask
-from council.limiter import Limiter, LocalLedger
-from council.prompts import round1_body
-from council.quota import Limits, QuotaLedger
-from council.runner import RunRequest, run_council
-from council.schema import MemberSpec
+from council.core.schema import MemberSpec
+from council.protocol.config import CouncilConfig, Endpoint, JudgeParams, Limits, VendorSettings
+from council.protocol.prompts import round1_body
+from council.run.runner import RunRequest, run_council
 from council.sim import SimConfig, TruthTable, VendorBehaviour, start_sim
+from council.tools.estimate import estimate
+from council.transport.judge import Judge, JudgeTask
+from council.transport.limiter import Limiter, LocalLedger
+from council.transport.quota import QuotaLedger
 from tests.council.test_end_to_end import check_run_folder, lines, subset
 
 QUIET = dict(malformed_rate=0.0, latency_ms=1.0, latency_jitter_ms=1.0, name_drop_rate=0.05)

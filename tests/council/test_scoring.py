@@ -2,11 +2,11 @@
 
 import pytest
 
-from council.arrays import build
-from council.runfolder import RunFolder
-from council.schema import JudgeCallRecord, MemberSpec, ResponseRow
-from council.scoring import score
-from council.vendors import DEFAULT_ROSTER
+from council.core.schema import JudgeCallRecord, MemberSpec, ResponseRow
+from council.core.vendors import DEFAULT_ROSTER
+from council.scoring.arrays import build
+from council.scoring.scoring import score
+from council.store.runfolder import RunFolder
 
 ROSTER = [MemberSpec(vendor=v, judge_model=m) for v, m in DEFAULT_ROSTER.items()]
 

@@ -19,8 +19,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from council import logs
 from council.cli import main
+from council.core import logs
 from tests.council.test_end_to_end import subset
 
 CANARY = "sk-canary-7f3b" + secrets.token_hex(12)
@@ -277,7 +277,7 @@ def test_log_keeps_ordinary_values(log_file):
 
 def test_logging_before_configure_prints_nothing():
     """structlog's own default would print every event, unredacted, to stdout."""
-    code = ("from council import logs\n"
+    code = ("from council.core import logs\n"
             "logs.get_logger('x').error('boom', key='sk-canary-in-a-fresh-process', api_key='x' * 20)\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60,
                           env={**os.environ, "COUNCIL_API_KEY": CANARY})

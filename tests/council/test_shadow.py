@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import bank
-from council.config import CouncilConfig
-from council.runner import RunRequest, run_council
+from council.protocol.config import CouncilConfig
+from council.run.runner import RunRequest, run_council
 from tests.council.test_end_to_end import lines, subset
 
 

@@ -13,14 +13,14 @@ import bank
 from council.cluster.driver import chunks
 from council.cluster.shard import RecordLink, ShardWorker
 from council.cluster.writer import RunWriter
-from council.config import CouncilConfig
-from council.limiter import LocalLedger
-from council.pools import LocalPool
-from council.quota import QuotaLedger
-from council.runfolder import ITEMS, MANIFEST, ROWS, RunFolder, read_jsonl
-from council.runner import RunRequest, provider_endpoint, run_council
-from council.schema import BankItem, ResponseRow
+from council.core.schema import BankItem, ResponseRow
+from council.grading.pools import LocalPool
+from council.protocol.config import CouncilConfig
+from council.run.runner import RunRequest, provider_endpoint, run_council
 from council.sim import SimConfig, TruthTable, start_sim
+from council.store.runfolder import ITEMS, MANIFEST, ROWS, RunFolder, read_jsonl
+from council.transport.limiter import LocalLedger
+from council.transport.quota import QuotaLedger
 from tests.council.test_end_to_end import subset
 
 

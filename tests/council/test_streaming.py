@@ -7,10 +7,10 @@ import pytest
 
 import bank
 from bank import _loader
-from council.errors import InputError
-from council import runfolder
-from council.runfolder import ArchiveIndex, RunFolder
-from council.schema import JudgeCallRecord
+from council.core.errors import InputError
+from council.core.schema import JudgeCallRecord
+from council.store import runfolder
+from council.store.runfolder import ArchiveIndex, RunFolder
 
 
 def _record(row_id, member, round_, verdict, *, status="ok", cost=0.5, key="k"):

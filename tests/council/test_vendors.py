@@ -11,12 +11,12 @@ import pytest
 from pydantic import ValidationError
 
 import council.importers
-import council.vendors
+import council.core.vendors
 from bank import load_responses
-from council.errors import ConfigError, InputError, UnknownVendorError
+from council.core.errors import ConfigError, InputError, UnknownVendorError
+from council.core.schema import ResponseRow
+from council.core.vendors import canonical_vendor, resolve_vendor, row_vendor, vendor_of
 from council.importers import import_responses
-from council.schema import ResponseRow
-from council.vendors import canonical_vendor, resolve_vendor, row_vendor, vendor_of
 
 # Real-world spellings of model ids: bare, OpenRouter-style, provider-native, odd case, underscores,
 # Bedrock, routing prefixes.
@@ -182,8 +182,8 @@ def test_canonical_vendor(stated, vendor):
 def test_one_resolver_everywhere():
     assert importlib.util.find_spec("council.importers._vendor") is None
     for name in ("resolve_vendor", "mapped_vendor", "normalize_model_id", "model_from_model_args"):
-        assert getattr(council.importers, name) is getattr(council.vendors, name)
-    assert not hasattr(council.vendors, "BRAND_NAMES")
+        assert getattr(council.importers, name) is getattr(council.core.vendors, name)
+    assert not hasattr(council.core.vendors, "BRAND_NAMES")
     assert council.importers.normalize_model_id("openrouter/Qwen/Qwen3-Max") == "qwen/qwen3-max"
     assert council.importers.model_from_model_args("pretrained=meta-llama/Llama-3.1-8B,dtype=bf16") == (
         "meta-llama/Llama-3.1-8B")

@@ -29,8 +29,8 @@ import ray
 import yaml
 
 from council.cli import build_parser, council_config, provider_url
-from council.config import CouncilConfig
-from council.runner import check_budget
+from council.protocol.config import CouncilConfig
+from council.run.runner import check_budget
 
 REPO = Path(__file__).resolve().parents[2]
 CLUSTER_YAML = REPO / "ray_cluster.yaml"

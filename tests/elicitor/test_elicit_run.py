@@ -8,9 +8,9 @@ import pytest
 
 import bank
 from council.cli import main
-from council.config import CouncilConfig, Endpoint
-from council.pools import LocalPool
-from council.runner import RunRequest, resume_council, run_council
+from council.grading.pools import LocalPool
+from council.protocol.config import CouncilConfig, Endpoint
+from council.run.runner import RunRequest, resume_council, run_council
 from council.sim import ModelBehaviour, SimConfig
 
 MODELS = ["anthropic/claude-haiku-4.5", "google/gemini-2.5-flash", "openai/gpt-4.1-mini", "qwen/qwen3-235b-a22b",

@@ -11,7 +11,7 @@ import sys
 import orjson
 import pytest
 
-from council.errors import ServiceError
+from council.core.errors import ServiceError
 from council.service.client import Client
 from tests.service._server import TOKENS, service
 from tests.service.test_service import sample_rows, slow_world

@@ -10,7 +10,7 @@ import asyncio
 import aiohttp
 import orjson
 
-from council.config import CouncilConfig
+from council.protocol.config import CouncilConfig
 from council.sim import SimConfig
 from tests.council._provider import quiet, sim_process
 from tests.service._server import auth, service

@@ -18,8 +18,10 @@ import pytest
 import pytest_asyncio
 from openai import AsyncOpenAI
 
-from council.errors import ConfigError
-from council.prompts import (
+from council.core.errors import ConfigError
+from council.core.schema import BankItem, ResponseRow
+from council.core.vendors import DEFAULT_ROSTER
+from council.protocol.prompts import (
     Peer,
     batch_messages,
     repair_messages,
@@ -29,13 +31,11 @@ from council.prompts import (
     round2_messages,
     single_messages,
 )
-from council.schema import BankItem, ResponseRow
 from council.sim import (
     WORLD, ModelBehaviour, ProbeProfile, SimConfig, SimServer, TruthTable, VendorBehaviour, start_sim, truth_key,
 )
 from council.sim._judging import cites_reference, decide, detect_injection, item_difficulty, parse_batch, parse_prompt
 from council.sim._quota import QuotaBook, format_reset
-from council.vendors import DEFAULT_ROSTER
 from elicitor.parsing import parse_elicited
 from elicitor.prompts import ABSTAIN, ELICIT_SYSTEM, elicit_messages
 

@@ -1,0 +1,176 @@
+"""Ray actor shells. No logic here: each method forwards to the plain class it wraps."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import ray
+
+from council.core.schema import BankItem, JudgeCallRecord, MemberSpec
+from council.grading.stop import Stopped
+from council.protocol.config import CouncilConfig, Endpoint, JudgeParams, Limits, VendorSettings
+from council.transport.judge import Judge, JudgeTask
+from council.transport.limiter import Limiter
+from council.transport.quota import Grant, QuotaLedger, Report
+
+NAMESPACE = "grading-council"
+
+
+@ray.remote(num_cpus=0)
+class QuotaActor:
+    """The one ledger of a vendor for the whole cluster, found by name: ``quota:<vendor>``."""
+
+    def __init__(self, limits: Limits) -> None:
+        self._ledger = QuotaLedger(limits)
+
+    def configure(self, limits: Limits) -> None:
+        if limits != self._ledger.limits:
+            self._ledger = QuotaLedger(limits)
+
+    def lease(self, holder: str, want_requests: int, want_tokens: int, report: Report) -> Grant:
+        return self._ledger.lease(holder, want_requests, want_tokens, report)
+
+    def stats(self) -> dict:
+        return self._ledger.report()
+
+
+def quota_name(vendor: str) -> str:
+    return f"quota:{vendor}"
+
+
+def quota_actor(vendor: str, limits: Limits, **options):  # noqa: ANN003, ANN201 - Ray options; an actor handle
+    """The vendor's quota actor: created on first use, then found by name from any process of the cluster
+    (``options``, such as a scheduling strategy, apply when it is created)."""
+    actor = QuotaActor.options(name=quota_name(vendor), namespace=NAMESPACE, get_if_exists=True, max_restarts=-1,
+                               max_task_retries=-1, **options).remote(limits)
+    ray.get(actor.configure.remote(limits))
+    return actor
+
+
+class RayLedger:
+    """A limiter's handle on the vendor's quota actor."""
+
+    def __init__(self, vendor: str) -> None:
+        self._actor = ray.get_actor(quota_name(vendor), namespace=NAMESPACE)
+
+    async def lease(self, holder: str, want_requests: int, want_tokens: int, report: Report) -> Grant:
+        return await self._actor.lease.remote(holder, want_requests, want_tokens, report)
+
+
+@ray.remote
+class JudgeActor:
+    def __init__(self, member: MemberSpec, endpoint: Endpoint, params: JudgeParams, settings: VendorSettings,
+                 seed: int, prices: tuple[float, float]) -> None:
+        limiter = Limiter(RayLedger(member.vendor), f"judge:{member.vendor}:{os.getpid()}",
+                          concurrency=settings.concurrency, seed=seed)
+        self._judge = Judge(member, endpoint, params, limiter=limiter, max_batch=settings.max_batch, seed=seed,
+                            prices=prices)
+
+    async def grade_batch(self, tasks: list[JudgeTask]) -> list[JudgeCallRecord | BaseException]:
+        return await self._judge.grade_batch(tasks)
+
+    def cancel_queued(self) -> int:
+        return self._judge.cancel_queued(Stopped("run stopping"))
+
+    async def close(self) -> None:
+        await self._judge.close()
+
+
+@ray.remote
+class ElicitorActor:
+    """A vendor's elicitor; its limiter draws on the same quota actor as the vendor's judge."""
+
+    def __init__(self, vendor: str, endpoint: Endpoint, settings: VendorSettings, max_tokens: int,
+                 prices: dict[str, tuple[float, float]], seed: int) -> None:
+        from elicitor import Elicitor
+
+        limiter = Limiter(RayLedger(vendor), f"elicitor:{vendor}:{os.getpid()}", concurrency=settings.concurrency,
+                          seed=seed)
+        self._elicitor = Elicitor(endpoint, limiter, vendor=vendor, max_tokens=max_tokens, prices=prices, seed=seed)
+
+    async def elicit_batch(self, tasks: list) -> list:
+        return await self._elicitor.elicit_batch(tasks)
+
+    async def close(self) -> None:
+        await self._elicitor.close()
+
+
+@ray.remote
+class ShardActor:
+    """A shard worker of a sharded run: its own judges, leasing from the vendors' quota actors; its records go to
+    the run's writer actor in batches."""
+
+    def __init__(self, index: int, config: CouncilConfig, items: list[BankItem], endpoints: dict[str, Endpoint],
+                 names: list[str], writer, budget, grace_s: float) -> None:  # noqa: ANN001 - actor handles
+        from council.cluster.shard import RecordLink, ShardWorker
+        from council.grading.budget import LeasedBudget
+        from council.grading.pools import LocalPool
+
+        holder = f"shard{index}:{os.getpid()}"
+
+        async def send(records: list, refusals: list) -> None:
+            await writer.write.remote(records, refusals)
+
+        async def fetch(row_ids: list[str]) -> tuple:
+            return await writer.fetch.remote(row_ids)
+
+        async def lease(want_usd: float, spent_usd: float) -> float:
+            return await budget.lease.remote(holder, want_usd, spent_usd)
+
+        pool = LocalPool(config, endpoints, ledger=RayLedger, holder=holder)
+        leased = LeasedBudget(config.budget_usd, lease) if budget is not None else None
+        self._worker = ShardWorker(config, items, pool, RecordLink(send), fetch, names, grace_s=grace_s, budget=leased)
+
+    def ready(self) -> str:
+        return ray.get_runtime_context().get_node_id()
+
+    async def grade(self, lines: list[bytes]) -> dict:
+        return await self._worker.grade(lines)
+
+    def request_stop(self, reason: str, detail: str | None) -> None:
+        self._worker.request_stop(reason, detail)
+
+    def totals(self) -> dict:
+        return {**self._worker.totals(), "pid": os.getpid(), "cpu_s": time.process_time()}
+
+    async def close(self) -> None:
+        await self._worker.close()
+
+
+@ray.remote
+class WriterActor:
+    """The one writer of a sharded run's folder, on the node that holds it (one call at a time, in order)."""
+
+    def __init__(self, path: str, members: list[str]) -> None:
+        from council.cluster.writer import RunWriter
+
+        self._writer = RunWriter(path, members)
+
+    def write(self, records: list[JudgeCallRecord], refusals: list[tuple[str, str]]) -> int:
+        return self._writer.write(records, refusals)
+
+    def fetch(self, row_ids: list[str]) -> tuple:
+        return self._writer.fetch(row_ids)
+
+    def stats(self) -> dict:
+        return {"written": self._writer.written, "pid": os.getpid(), "cpu_s": time.process_time()}
+
+    def close(self) -> None:
+        self._writer.close()
+
+
+@ray.remote(num_cpus=0)
+class BudgetActor:
+    """The budget of a sharded run, on the head node: shard workers lease allowances from it."""
+
+    def __init__(self, limit_usd: float, spent_usd: float) -> None:
+        from council.grading.budget import BudgetLedger
+
+        self._ledger = BudgetLedger(limit_usd, spent_usd)
+
+    def lease(self, holder: str, want_usd: float, spent_usd: float) -> float:
+        return self._ledger.lease(holder, want_usd, spent_usd)
+
+    def spent(self) -> float:
+        return self._ledger.spent_usd

@@ -1,0 +1,1 @@
+"""The shared bottom: errors, the record schema, vendor resolution and logging."""

@@ -1,0 +1,250 @@
+"""The wire schema: every record that crosses a file, a process or the network.
+
+Bank items and response rows are read from JSONL; judge-call records, row verdicts and the run manifest
+are written to the run folder. Field names here are the on-disk names.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
+
+from council.core.errors import VendorConflictError
+from council.core.vendors import row_vendor
+
+Verdict = Literal["correct", "incorrect"]
+ParseStatus = Literal["ok", "extracted", "repaired", "unparseable", "error"]
+"""``ok``: the reply was the JSON object alone; ``extracted``: the object was read from inside prose or a code
+fence (found, not guessed); ``repaired``: read after one re-ask; ``unparseable``: no vote; ``error``: the call
+failed."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _non_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be empty")
+    return value
+
+
+class BankItem(_Strict):
+    """One question of a bank. ``rationale`` explains why the item exists and is never sent to a judge."""
+
+    id: str
+    probe: str
+    prompt: str
+    reference: str
+    rationale: str
+    rubric: str | None = None
+    tags: list[str] = Field(default_factory=list)
+
+    _not_blank = field_validator("id", "probe", "prompt", "reference", "rationale")(_non_blank)
+
+
+class ResponseRow(_Strict):
+    """A model's response to a bank item: the unit the council grades.
+
+    ``gold_verdict`` is the known truth where there is one (human labels, or the embedded provider's
+    ground truth). It is never sent to a judge.
+    """
+
+    row_id: str = ""
+    item_id: str
+    model: str
+    vendor: str = ""
+    response: str
+    gold_verdict: Verdict | None = None
+    confidence: float | None = Field(default=None, ge=0.0, le=1.0)  # stated P(own answer correct)
+    abstained: bool = False
+
+    _not_blank = field_validator("item_id", "model")(_non_blank)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _defaults(cls, data: Any, info: ValidationInfo) -> Any:
+        """Fill ``row_id`` and decide ``vendor`` (``council.core.vendors.row_vendor``): a given vendor is
+        canonicalised and checked against the model id. A validation context ``{"vendor_map": {...}}`` (the
+        loaders pass the operator's map) wins over both. A vendor that cannot be decided or contradicts the
+        model is an error on ``model`` or ``vendor``."""
+        if isinstance(data, dict):
+            data = dict(data)
+            model = data.get("model")
+            if isinstance(model, str) and model.strip():
+                stated = data.get("vendor")
+                if stated is None or isinstance(stated, str):
+                    vendor_map = info.context.get("vendor_map") if isinstance(info.context, dict) else None
+                    try:
+                        data["vendor"] = row_vendor(model, stated or None, vendor_map)
+                    except ValueError as exc:
+                        field = "vendor" if isinstance(exc, VendorConflictError) else "model"
+                        raise ValidationError.from_exception_data(cls.__name__, [InitErrorDetails(
+                            type=PydanticCustomError("vendor", "{reason}", {"reason": str(exc)}),
+                            loc=(field,), input=data.get(field))]) from None
+                if data.get("row_id") in (None, "") and isinstance(data.get("item_id"), str):
+                    data["row_id"] = f"{data['item_id']}::{model}"
+        return data
+
+
+class Usage(_Strict):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0  # includes reasoning tokens, as providers bill them
+    total_tokens: int = 0
+    reasoning_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            total_tokens=self.total_tokens + other.total_tokens,
+            reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
+        )
+
+    def cost_usd(self, price_in_per_mtok: float, price_out_per_mtok: float) -> float:
+        return round((self.prompt_tokens * price_in_per_mtok + self.completion_tokens * price_out_per_mtok) / 1e6, 9)
+
+
+class RequestParams(_Strict):
+    model: str
+    temperature: float
+    max_tokens: int
+
+
+class JudgeCallRecord(_Strict):
+    """One vote: a member's answer for one row in one round, with everything needed to audit it.
+
+    ``request_key`` hashes everything that determines the vote's request (judge model, parameters, prompt
+    version and the exact prompt body), so a resumed or re-used run recognises a call it already paid for.
+    Votes that shared one batched request share ``request_id`` and carry its ``batch_size``; ``usage`` and
+    ``cost_usd`` are this vote's share of the request.
+    """
+
+    row_id: str
+    round: Literal[1, 2]
+    member: str
+    judge_model: str
+    verdict: Verdict | None
+    reason: str | None
+    ok: bool
+    parse_status: ParseStatus
+    raw_outputs: list[str] = Field(default_factory=list)
+    finish_reason: str | None = None
+    usage: Usage = Field(default_factory=Usage)
+    cost_usd: float = 0.0
+    latency_s: float = 0.0
+    attempts: int = 0
+    error: str | None = None
+    judge_prompt_version: str
+    judge_prompt_hash: str
+    rubric_hash: str = ""
+    methodology_version: str = ""
+    request: RequestParams | None = None
+    request_key: str = ""
+    request_id: str
+    batch_size: int = 1
+    batch_rows: list[str] = Field(default_factory=list)  # a batched request's rows, by key order ([] alone)
+    peer_letters: dict[str, str] = Field(default_factory=dict)
+    reused_from: str | None = None
+    reserve: bool = False  # the member sat in as a reserve, for a seat self-exclusion emptied
+    shadow: bool = False  # a --shadow-self vote of the row's own vendor: recorded, never counted
+    audit_of: str | None = None  # a --batch-audit vote: the request_id of the batched vote it re-asks alone
+
+
+class ElicitedRecord(_Strict):
+    """One model's raw answer to one bank item, archived before anything reads it."""
+
+    row_id: str
+    item_id: str
+    model: str
+    vendor: str
+    text: str | None
+    answer: str | None
+    abstained: bool
+    confidence: float | None
+    confidence_status: str
+    truncated: bool  # finish_reason "length", or empty text with tokens spent
+    empty: bool
+    finish_reason: str | None = None
+    usage: Usage = Field(default_factory=Usage)
+    cost_usd: float = 0.0
+    latency_s: float = 0.0
+    tokens_per_s: float | None = None
+    attempts: int = 0
+    error: str | None = None
+    elicit_prompt_version: str
+    elicit_prompt_hash: str
+    request: RequestParams
+    request_key: str
+
+    @property
+    def gradable(self) -> bool:
+        """An answer the council can grade: not truncated, not empty, not a failed call."""
+        return self.error is None and not self.truncated and not self.empty
+
+
+class RowVerdict(_Strict):
+    """The council's decision on one row, both rounds. A row whose panel did not vote in full (budget,
+    interrupt, provider failure) is ``graded: false`` with no consensus: counted, never scored."""
+
+    row_id: str
+    item_id: str
+    model: str
+    vendor: str
+    members: list[str]  # who sat: the panel
+    reserves: list[str] = Field(default_factory=list)  # those of ``members`` who sat in as reserves
+    graded: bool = True
+    votes_round1: dict[str, Verdict | None]
+    votes_round2: dict[str, Verdict | None]
+    consensus_round1: Verdict | None
+    consensus: Verdict | None
+    flags: list[str] = Field(default_factory=list)
+    gold_verdict: Verdict | None = None
+
+
+class MemberSpec(_Strict):
+    """A council seat: the vendor and the judge model that speaks for it. A ``reserve`` seat sits in only on
+    rows where self-exclusion emptied a regular seat, so every row has the same panel size."""
+
+    vendor: str
+    judge_model: str
+    reserve: bool = False
+
+
+class ResumeEntry(_Strict):
+    at: str
+    command: str
+    archived_votes: int
+
+
+class RunManifest(_Strict):
+    run_id: str
+    created_at: str
+    command: str
+    roster: list[MemberSpec]  # every seat, reserves included (``reserve: true``)
+    simulated: bool = False  # graded by the embedded provider: no real model was asked
+    self_exclusion: bool
+    quorum: int
+    seed: int
+    backend: str
+    shards: int = 0  # shard workers the run was started with (0: one coordinator)
+    provider_url: str | None
+    judge_prompt_version: str
+    prompt_hashes: dict[str, str]
+    methodology_version: str
+    bank_path: str
+    responses_path: str
+    dataset_fingerprint: str
+    responses_fingerprint: str
+    rows: int
+    versions: dict[str, str]
+    config: dict[str, Any] = Field(default_factory=dict)
+    sim_config: dict[str, Any] | None = None
+    reuse_from: list[str] = Field(default_factory=list)
+    resumes: list[ResumeEntry] = Field(default_factory=list)
+    models: list[str] = Field(default_factory=list)  # models under test asked by this run (elicitation)
+    elicit_prompt_version: str | None = None
+    elicit_prompt_hash: str | None = None
+    skipped_inputs: list[str] = Field(default_factory=list)  # input records left out (--skip-invalid), with locations

@@ -1,0 +1,323 @@
+"""The two-round coordinator: drives every row through a blind round one and an anonymised round two.
+
+Rounds are pipelined per row: a row's round two starts as soon as its own round one is complete, while
+other rows are still in round one. There is no run-wide barrier. Each vote's record goes to the archive
+(``on_record``) the moment it returns, before the row moves on.
+
+A vote already in the archive is not asked again: a resumed run passes the votes it had archived
+(matched by row, member, round and request key), and ``--reuse-from`` passes another run's votes (matched
+by request key alone; the copy is archived with ``reused_from``).
+
+Each row's panel is the protocol's (self-exclusion, reserves filling emptied seats). A row too large for
+the limits or a judge's context is refused before any call. ``--batch-audit`` re-asks a seeded sample of
+batched votes alone in the background. A stop (signal, budget, a vendor that cannot be used) ends the
+taking of new work; work in flight gets the grace period, then is abandoned.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from typing import Protocol, TypeVar
+
+from council.core.errors import ProviderUnavailable
+from council.core.schema import BankItem, ElicitedRecord, JudgeCallRecord, MemberSpec, ResponseRow
+from council.grading.budget import Budget, BudgetExhausted
+from council.grading.pools import JudgePool
+from council.grading.stop import StopControl, Stopped
+from council.protocol.anonymise import Anonymiser
+from council.protocol.config import CouncilConfig
+from council.protocol.panels import eligible_members, peers_for, row_order
+from council.protocol.prompts import request_key, round1_body, round2_body, rubric_hash, single_messages
+from council.transport.judge import JudgeTask
+from council.transport.quota import estimate_tokens
+from elicitor.prompts import elicit_messages
+
+R = TypeVar("R", JudgeCallRecord, ElicitedRecord)
+VoteKey = tuple[str, str, int]  # (row_id, member, round)
+
+
+class ArchivedVotes(Protocol):
+    """The archived result of a vote, if any: a dict, or the run folder's index that reads it back from disk."""
+
+    def get(self, key: VoteKey, /) -> JudgeCallRecord | None: ...
+
+
+class Coordinator:
+    def __init__(
+        self,
+        config: CouncilConfig,
+        items: dict[str, BankItem],
+        pool: JudgePool,
+        on_record: Callable[[JudgeCallRecord], None],
+        *,
+        on_row_done: Callable[[ResponseRow], None] | None = None,
+        extra_names: Iterable[str] = (),
+        archived: ArchivedVotes | None = None,
+        reusable: dict[str, tuple[str, JudgeCallRecord]] | None = None,
+        budget: Budget | None = None,
+        on_elicited: Callable[[ElicitedRecord], None] | None = None,
+        archived_elicited: dict[str, ElicitedRecord] | None = None,
+        audited: set[VoteKey] | None = None,
+        stop: StopControl | None = None,
+        on_refused: Callable[[ResponseRow, str], None] | None = None,
+        on_row_graded: Callable[[ResponseRow, list[JudgeCallRecord], bool], None] | None = None,
+    ) -> None:
+        self.config = config
+        self.items = items
+        self._pool = pool
+        self._on_record = on_record
+        self._on_row_done = on_row_done
+        self._archived = archived or {}
+        self._reusable = reusable or {}
+        self.budget = budget or Budget(None)
+        self._on_elicited = on_elicited
+        self._archived_elicited = archived_elicited or {}
+        names = [*config.roster_vendors, *(m.judge_model for m in config.roster), *extra_names]
+        self._scrub = Anonymiser(names)
+        self.issued = 0
+        self.served_from_archive = 0
+        self._audited = set(audited or ())  # votes whose batch audit is archived or under way
+        self.stop = stop or StopControl()
+        self._on_refused = on_refused
+        self._on_row_graded = on_row_graded  # a row's records once both rounds are in (and whether it was refused)
+        self.abandoned = 0  # rows or answers whose calls were still in flight when the grace period ended
+        self.error: ProviderUnavailable | None = None
+        self._audits: set[asyncio.Task[None]] = set()
+
+    def note_audited(self, keys: Iterable[VoteKey]) -> None:
+        """Votes whose batch audit is already archived (a shard learns them chunk by chunk)."""
+        self._audited.update(keys)
+
+    async def run(self, rows: Iterable[ResponseRow]) -> None:
+        """Grade every row; at most ``config.rows_in_flight`` rows are in progress at once. A budget that
+        runs out stops new rows; the votes in flight finish and are archived."""
+        await self._work(iter(rows), self.grade_row)
+        await self._finish_audits()
+
+    async def run_elicited(self, tasks: list) -> list[ResponseRow]:  # noqa: ANN001 - ElicitTasks
+        """Ask the models under test, then grade each answer as soon as it arrives (no barrier between
+        elicitation and grading). Answers that were truncated or empty are archived, never graded."""
+        rows: dict[str, ResponseRow] = {}
+
+        async def one(task) -> None:  # noqa: ANN001
+            record = self._archived_elicited.get(task.row_id)
+            if record is None or record.error is not None:
+                record = await self._elicit(task)
+            if record.gradable:
+                row = ResponseRow.model_validate(
+                    {"row_id": record.row_id, "item_id": record.item_id, "model": record.model, "vendor": record.vendor,
+                     "response": record.answer or "", "confidence": record.confidence, "abstained": record.abstained},
+                    context={"vendor_map": self.config.vendor_map})
+                rows[row.row_id] = row
+                await self.grade_row(row)
+
+        order = [t.row_id for t in tasks]
+        await self._work(iter(tasks), one)
+        await self._finish_audits()
+        return [rows[r] for r in order if r in rows]
+
+    async def _work(self, source: Iterator, handle: Callable) -> None:
+        """Run ``handle`` over ``source`` with ``rows_in_flight`` workers until done, or until the budget is
+        exhausted or a stop is requested: then nothing new starts, work in flight gets ``stop.grace_s`` to
+        finish (its records are archived as they return) and whatever is still waiting after that is
+        abandoned. A vendor that cannot be used at all stops the run."""
+        async def worker() -> None:
+            for thing in source:  # workers share one iterator: each is taken exactly once
+                if self.budget.exhausted or self.stop.requested:
+                    return
+                try:
+                    await handle(thing)
+                except BudgetExhausted:
+                    self.stop.request("budget")
+                    return
+                except Stopped:
+                    return
+                except ProviderUnavailable as exc:
+                    self.error = self.error or exc
+                    self.stop.request("error", str(exc))
+                    return
+
+        workers = [asyncio.create_task(worker()) for _ in range(self.config.rows_in_flight)]
+        everything = asyncio.gather(*workers)
+        stopping = asyncio.create_task(self.stop.wait())
+        try:
+            await asyncio.wait({everything, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            if not everything.done():
+                try:
+                    await asyncio.wait_for(asyncio.shield(everything), self.stop.grace_s)
+                except TimeoutError:
+                    self.abandoned += sum(not w.done() for w in workers)
+                    for w in workers:
+                        w.cancel()
+                    await asyncio.gather(*workers, return_exceptions=True)
+            else:
+                everything.result()
+        finally:
+            stopping.cancel()
+
+    async def _elicit(self, task) -> ElicitedRecord:  # noqa: ANN001
+        record = await self._paid(lambda: elicit_messages(task.prompt), self.config.elicit_max_tokens, task.model,
+                                  task.vendor, lambda: self._pool.elicit(task.vendor, task))
+        if self._on_elicited is not None:
+            self._on_elicited(record)
+        return record
+
+    def _projected(self, messages: Callable[[], list[dict[str, str]]], max_tokens: int, model: str,
+                   vendor: str) -> float:
+        """A call's projected cost (its prompt plus its output bound); nothing to work out without a budget."""
+        if self.budget.limit_usd is None:
+            return 0.0
+        price_in, price_out = self.config.price_for(model, vendor)
+        return (estimate_tokens(messages(), 0) * price_in + max_tokens * price_out) / 1e6
+
+    def refusal(self, item: BankItem, row: ResponseRow, members: list[MemberSpec]) -> str | None:
+        """Why a row must not be sent at all: a response over ``max_response_chars``, or a round-two prompt
+        (round one's plus the peers' reasons and the verdict) over some panel member's context window."""
+        limit = self.config.max_response_chars
+        if len(row.response) > limit:
+            return f"response of {len(row.response):,} characters is over max_response_chars ({limit:,})"
+        out = self.config.judge.max_tokens
+        tokens = estimate_tokens(single_messages(1, round1_body(item, row)), out) + len(members) * out
+        for m in members:
+            context = self.config.settings(m.vendor).context_tokens
+            if tokens > context:
+                return f"prompt of about {tokens:,} tokens is over {m.vendor}'s context of {context:,} tokens"
+        return None
+
+    async def grade_row(self, row: ResponseRow) -> None:
+        item = self.items[row.item_id]
+        members = eligible_members(row, self.config.roster, self.config.self_exclusion)
+        refused = self.refusal(item, row, members) if members else None
+        if refused is not None:
+            if self._on_refused is not None:
+                self._on_refused(row, refused)
+            members = []  # never sent; the row is counted as not graded, with its reason
+        shadows = ([m for m in self.config.roster if m.vendor == row.vendor and not m.reserve]
+                   if self.config.shadow_self else [])
+        if members:
+            rubric = rubric_hash(item)
+            body = round1_body(item, row, contain=self.config.judge.containment)
+            first = _settled(await asyncio.gather(
+                *(self._vote(m, row, 1, body, {}, rubric) for m in members),
+                *(self._vote(m, row, 1, body, {}, rubric, shadow=True) for m in shadows),
+                return_exceptions=True,
+            ))
+            round1 = {r.member: r for r in first if not r.shadow}  # a shadow vote is never shown to peers
+            order = row_order(self.config.seed, row.row_id, [m.vendor for m in members])
+            second = []
+            for m in members:
+                own = round1[m.vendor]
+                peers, letters = peers_for(m.vendor, order, round1, self._scrub)
+                body2 = round2_body(item, row, own.verdict, own.reason, peers, contain=self.config.judge.containment)
+                second.append(self._vote(m, row, 2, body2, letters, rubric))
+            records = [*round1.values(), *_settled(await asyncio.gather(*second, return_exceptions=True))]
+        else:
+            records = []
+        if self._on_row_graded is not None:
+            self._on_row_graded(row, records, refused is not None)
+        if self._on_row_done is not None:
+            self._on_row_done(row)
+
+    async def _vote(self, member: MemberSpec, row: ResponseRow, round_: int, body: str, letters: dict[str, str],
+                    rubric: str, *, shadow: bool = False) -> JudgeCallRecord:
+        params = self.config.judge
+        key = request_key(member.judge_model, round_, body, params.temperature, params.max_tokens)
+        archived = self._archived.get((row.row_id, member.vendor, round_))
+        if archived is not None and archived.request_key == key:
+            self.served_from_archive += 1
+            self._maybe_audit(member, row, archived, body, letters, rubric)
+            return archived
+        reuse = self._reusable.get(key)
+        if reuse is not None:
+            source_run, record = reuse
+            copy = record.model_copy(update={"row_id": row.row_id, "peer_letters": letters, "reused_from": source_run,
+                                             "shadow": shadow})
+            self._on_record(copy)
+            self.served_from_archive += 1
+            return copy
+        task = JudgeTask(row.row_id, round_, body, letters, rubric_hash=rubric, request_key=key, item_id=row.item_id)
+        record = await self._ask(member, task)
+        if shadow:
+            record = record.model_copy(update={"shadow": True})
+        self._on_record(record)
+        if not shadow:
+            self._maybe_audit(member, row, record, body, letters, rubric)
+        return record
+
+    async def _ask(self, member: MemberSpec, task: JudgeTask) -> JudgeCallRecord:
+        """One judge call through the pool (see :meth:`_paid`)."""
+        def send() -> Awaitable[JudgeCallRecord]:
+            self.issued += 1
+            return self._pool.submit(member.vendor, task)
+
+        return await self._paid(lambda: single_messages(task.round, task.body), self.config.judge.max_tokens,
+                                member.judge_model, member.vendor, send)
+
+    async def _paid(self, messages: Callable[[], list[dict[str, str]]], max_tokens: int, model: str, vendor: str,
+                    call: Callable[[], Awaitable[R]]) -> R:
+        """One paid call, its projected cost held against the budget meanwhile (given back if the call
+        fails); none once the run is stopping."""
+        if self.stop.requested:
+            raise Stopped(f"run stopping ({self.stop.reason})")
+        projected = self._projected(messages, max_tokens, model, vendor)
+        await self.budget.reserve(projected)
+        try:
+            record = await call()
+        except BaseException:
+            await self.budget.settle(projected, 0.0)
+            raise
+        await self.budget.settle(projected, record.cost_usd)
+        return record
+
+    # -- batch audit ----------------------------------------------------------------------------------------
+    def _maybe_audit(self, member: MemberSpec, row: ResponseRow, record: JudgeCallRecord, body: str,
+                     letters: dict[str, str], rubric: str) -> None:
+        """Re-ask a seeded sample (``config.batch_audit``) of batched votes alone, in the background; the
+        solo vote is archived with ``audit_of`` and never counted."""
+        key = (row.row_id, member.vendor, record.round)
+        if (record.batch_size < 2 or record.verdict is None or key in self._audited
+                or not audit_sampled(self.config.seed, key, self.config.batch_audit)):
+            return
+        self._audited.add(key)
+        task = JudgeTask(row.row_id, record.round, body, letters, rubric_hash=rubric, request_key=record.request_key,
+                         item_id=row.item_id, solo=True)
+
+        async def audit() -> None:
+            try:
+                solo = await self._ask(member, task)
+            except (BudgetExhausted, Stopped, ProviderUnavailable):
+                return  # an audit never stops a run, and is not asked once it is stopping
+            self._on_record(solo.model_copy(update={"audit_of": record.request_id}))
+
+        job = asyncio.create_task(audit())
+        self._audits.add(job)
+        job.add_done_callback(self._audits.discard)
+
+    async def _finish_audits(self) -> None:
+        while self._audits:
+            pending = list(self._audits)
+            if self.stop.requested:  # audits in flight get the grace period, like votes
+                _, late = await asyncio.wait(pending, timeout=self.stop.grace_s)
+                for task in late:
+                    task.cancel()
+                await asyncio.gather(*late, return_exceptions=True)
+                return
+            await asyncio.gather(*pending)
+
+
+def audit_sampled(seed: int, key: VoteKey, fraction: float) -> bool:
+    """Whether the vote ``key`` is in the batch audit's seeded sample of ``fraction`` of the votes."""
+    if fraction <= 0.0:
+        return False
+    digest = hashlib.sha256(f"audit\x1f{seed}\x1f{key[0]}\x1f{key[1]}\x1f{key[2]}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2.0**64 < fraction
+
+
+def _settled(results: list) -> list[JudgeCallRecord]:
+    """Results of a gather in which every vote was left to finish; the first failure is raised after all."""
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
+    return results

@@ -1,0 +1,323 @@
+"""Anonymisation of judges' reasons: vendor and model names found in free text, and scrubbed.
+
+Round two shows each member its peers' reasons; a reason that says "As Claude 3.5 Sonnet, I ..." or
+"GPT-4o's answer" would tell the member who its peer is. :class:`Anonymiser` finds those names and
+replaces each one whole (version tail and possessive included) by the neutral token ``[redacted]``.
+
+The names are data (``council/protocol/names.json``): per vendor, its names and aliases and its model family and
+product names (see that file's ``about``), plus the run's own model ids and vendor names passed as
+``extra_names`` (an extra id contributes its full form, ``openai/gpt-4.1-mini``, and its last path part,
+``gpt-4.1-mini``; a part shorter than three letters or digits is not used on its own).
+
+How a name matches:
+
+- as whole tokens only: never inside a longer word (``metadata``, ``claudication``, ``Qwenish`` are left
+  alone), in any case, with ``-``, ``_``, ``.``, a space and the Unicode hyphens and dashes (U+2010 to
+  U+2015, U+2212) interchangeable between its words and its version, and the separator optional
+  (``gpt4o``, ``mistralai``);
+- with an optional version tail: numbers, sizes and snapshot dates (``-4o``, `` 3.5``, ``-235B-A22B``,
+  ``-20241022``, ``-v2:0``) and the model words of the family (``mini``, ``pro``, ``Sonnet``,
+  ``Large``, ...): ``GPT-5.1``, ``Qwen3-235B-A22B``, ``claude-3.5-sonnet``, ``Llama‑3.1‑70B``,
+  ``o4-mini-high``, ``Gemini 2.5 Pro`` are one match each;
+- with an optional possessive (``Claude's``, ``GPT-4o’s``) or plural ``s`` (``GPTs``);
+- names that touch (``openai/gpt-4o``, ``Google DeepMind``, ``Amazon Nova Pro``) become one
+  ``[redacted]``.
+
+Ambiguous words, and the rule chosen for each:
+
+- ``meta``: any case as a whole token (``Meta``, ``meta``, ``META``), except lower-case ``meta`` joined by
+  a hyphen to a lower-case word (``meta-analysis``, ``meta-level``), which is the ordinary prefix;
+  ``metadata``, ``metaphor`` and ``metamorphic`` are other words. A lone ``meta`` used as an adjective
+  ("a meta comment") is scrubbed.
+- ``claude``: the token only; ``claudication`` survives. The first name of a person (Claude Monet) is
+  scrubbed too.
+- ``nova`` (Amazon): only ``Amazon Nova`` or Nova followed by a version or its product word (Pro, Lite,
+  Micro, Premier, Canvas, Reel, Sonic, Act); ``nova``, ``supernova``, ``novel`` and ``novelty`` survive.
+  ``titan`` likewise: only ``Amazon Titan`` or Titan with a version or product word (Text, Embed, ...).
+- ``command`` (Cohere): only ``Command R``, ``Command R+``, ``Command R7B``, ``command-r-plus``,
+  ``Command A`` (capital A, or ``command-a-`` followed by a date), ``command-light``,
+  ``command-nightly`` and ``Cohere Command``; "the command line", "command a fleet" and ``commander``
+  survive. ``aya`` only with a version or Expanse/Vision.
+- ``phi`` (Microsoft): only with a version (``Phi-3``, ``phi3``, ``Phi 3.5``, ``Phi-4-mini``) or as
+  ``Microsoft Phi``; the Greek letter survives ("phi = 1.618", "phi 1.618", "Phi Beta Kappa").
+- ``sonnet``, ``opus``, ``haiku``: inside a Claude name (``Claude Haiku``, ``claude-3-opus``), or followed
+  by a one-digit version 3 to 9 (``Sonnet 4.5``, ``haiku-4.5``, ``Opus 4``), or preceded by a dotted
+  version (``3.5 Sonnet``). "a haiku about autumn", "magnum opus", Shakespeare's "Sonnet 18" survive;
+  a poem or opus numbered 3 to 9 ("Sonnet 4", "Opus 3") is scrubbed.
+- ``o1``, ``o3``, ``o4``: any case as whole tokens, so the ozone formula "O3" is scrubbed (accepted);
+  ``o2`` and ``O(1)`` are not names.
+- ``gemini`` (the constellation), ``llama`` (the animal), ``mistral`` (the wind), ``grok`` (the verb),
+  ``google`` (the verb), ``amazon`` (the river), ``bard`` (a poet), ``anthropic`` (the adjective): always
+  scrubbed (accepted). Their longer words (``grokking``, ``googled``, ``Amazonian``) survive.
+- ``gpt``: always a name; ``GPTZero`` (a detector, not a model) is one token and survives.
+- ``glm`` (Zhipu): only with a version (``GLM-4.5``, ``glm4``), as ``ChatGLM`` or ``Zhipu GLM``; the
+  statistical GLM survives.
+- ``palm`` (Google): ``PaLM`` as written, or with a version (``PaLM 2``, ``palm-2``); the palm of a hand
+  survives.
+- ``xai``: ``xAI``, ``xai``, ``x.ai``; all-caps ``XAI`` (explainable AI) survives.
+- ``cohere``, ``moonshot``, ``minimax``: the capitalised vendor names (``Cohere``, ``Moonshot``,
+  ``MiniMax``) and ids (``cohere/...``, ``moonshot-v1``, ``minimax-m1``); the verb "cohere", "a moonshot
+  idea" and the minimax algorithm survive. ``ERNIE`` only in capitals or with a version.
+- "open AI research" survives: only ``OpenAI`` written as one word is the vendor.
+- ``codex``, ``davinci``: only with a version or model word (``codex-mini``, ``davinci-002``,
+  ``text-davinci-003``) or as ``OpenAI Codex``; Leonardo da Vinci and a codex survive.
+
+Speed: a text is first split into letter runs, and only a text with a run that some name needs goes
+through the full pattern; most reasons have none. Patterns are compiled once per set of names.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from council.core.vendors import canonical_vendor, resolve_vendor
+
+REDACTED = "[redacted]"
+_NAMES_FILE = Path(__file__).with_name("names.json")
+
+_DASHES = "\u2010-\u2015\u2212"
+SEP = rf"[\s_.\-{_DASHES}]"  # one separator between the words of a name
+TSEP = rf"[\s_.:\-{_DASHES}]"  # one separator inside a version tail
+IDSEP = rf"[_:\-{_DASHES}]"  # a separator as written in model ids (not a space)
+_START = r"(?<![^\W_])"  # not preceded by a letter or digit
+_END = r"(?![^\W_]|[.,][0-9])"  # not followed by a letter or digit, nor by the rest of a number
+_POSS = r"(?:['\u2019]s(?![^\W_]))?"  # Claude's, GPT-4o’s
+_GAP = re.compile(rf"\s{{1,2}}|[/_.:\-{_DASHES}]")  # what may lie between two names that make one
+_LETTERS = re.compile(r"[^\W\d_]+")
+_NUMBER_UNITS = (
+    r"[0-9]+[^\W\d_][^\W_]*",  # 4o, 70b, 235B, 8x7b, 3p1, 128k
+    r"[0-9]{1,2}(?![0-9])",  # 3, 4, 12
+    r"[^\W\d_]{1,2}[0-9][^\W_]*",  # v3, R1, K2, A22B
+)
+_JOIN = r"(?:[0-9][^\W_]*|[vrk][0-9][^\W_]*)"  # a version written against the name: gpt4o, qwen3, deepseekv3
+
+
+@dataclass(frozen=True)
+class _Compiled:
+    pattern: re.Pattern[str]
+    keys: frozenset[str]
+
+
+class Anonymiser:
+    """Finds and scrubs vendor and model names: the built-in names data plus ``extra_names``.
+
+    ``vendors`` restricts the built-in names to those vendors (canonical ids); None means all of them.
+    """
+
+    def __init__(self, extra_names: Iterable[str] = (), *, vendors: Iterable[str] | None = None) -> None:
+        extras = frozenset(n.strip() for n in extra_names if isinstance(n, str) and n.strip())
+        scope = None if vendors is None else frozenset(canonical_vendor(v) for v in vendors)
+        self._compiled = _compile(extras, scope)
+
+    def scrub(self, text: str) -> str:
+        """``text`` with every vendor or model name replaced by ``[redacted]``."""
+        spans = self._spans(text)
+        if not spans:
+            return text
+        out: list[str] = []
+        last = 0
+        for start, end in spans:
+            out.append(text[last:start])
+            out.append(REDACTED)
+            last = end
+        out.append(text[last:])
+        return "".join(out)
+
+    def names_in(self, text: str) -> list[str]:
+        """The names found in ``text``, in order, each as the span :meth:`scrub` replaces."""
+        return [text[start:end] for start, end in self._spans(text)]
+
+    def _spans(self, text: str) -> list[tuple[int, int]]:
+        if not text or self._compiled.keys.isdisjoint(_LETTERS.findall(text.casefold())):
+            return []
+        spans: list[tuple[int, int]] = []
+        for match in self._compiled.pattern.finditer(text):
+            start, end = match.span()
+            if spans and _GAP.fullmatch(text, spans[-1][1], start):
+                spans[-1] = (spans[-1][0], end)  # "openai/gpt-4o", "Google DeepMind": one name
+            else:
+                spans.append((start, end))
+        return spans
+
+
+def self_identifies(text: str, model: str, vendor: str | None) -> bool:
+    """Whether ``text``, written by ``model`` of ``vendor``, names its own model or vendor (any form the
+    :class:`Anonymiser` knows: ``I am GPT-4o``, ``as an OpenAI model``, ``ChatGPT here``)."""
+    return bool(_own_names(model, vendor).names_in(text))
+
+
+@lru_cache(maxsize=256)
+def _own_names(model: str, vendor: str | None) -> Anonymiser:
+    vendors = {canonical_vendor(vendor)} if vendor and vendor.strip() else set()
+    resolved = resolve_vendor(model)
+    if resolved:
+        vendors.add(resolved)
+    return Anonymiser([model, *([vendor] if vendor else [])], vendors=vendors)
+
+
+# ---- building the pattern --------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=1)
+def names_data() -> dict[str, Any]:
+    """The names data (``council/protocol/names.json``)."""
+    return json.loads(_NAMES_FILE.read_text(encoding="utf-8"))
+
+
+@lru_cache(maxsize=64)
+def _compile(extras: frozenset[str], scope: frozenset[str] | None) -> _Compiled:
+    data = names_data()
+    vendors = {v: spec for v, spec in data["vendors"].items() if scope is None or v in scope}
+    any_words, id_words = data["words"]["any"], data["words"]["id"]
+    alternatives: list[tuple[int, str]] = []  # (priority, pattern): longer, more specific forms first
+    keys: set[str] = set()
+    for vendor, spec in vendors.items():
+        tail = _tail([*any_words, *spec.get("words", [])], id_words)
+        guarded: list[str] = []
+        name_patterns: list[str] = []
+        for entry in spec.get("names", []):
+            form = _form(entry)
+            pattern, form_keys = _stem(form)
+            name_patterns.append(pattern)
+            alternatives.append((_priority(form, 0), pattern))
+            keys |= form_keys
+        for entry in spec.get("families", []):
+            form = _form(entry)
+            if "regex" in form:
+                pattern = _fill(form["regex"], tail)
+                keys |= {k.casefold() for k in form["keys"]}
+                alternatives.append((_priority(form, 2), pattern))
+                continue
+            stem, form_keys = _stem(form, family=True)
+            keys |= form_keys
+            need = form.get("tail", "optional")
+            own_words = form.get("words", [])
+            own = _tail_unit(own_words, [])
+            form_tail = _tail([*any_words, *spec.get("words", []), *own_words], id_words) if own_words else tail
+            if need == "version":
+                pattern = rf"{stem}(?:{_JOIN}|{TSEP}(?:{'|'.join(_NUMBER_UNITS)})(?![^\W_])){form_tail}\+?"
+                guarded.append(stem)
+            elif need == "required":
+                pattern = (rf"{stem}(?:{_JOIN}|{TSEP}(?:{'|'.join(_NUMBER_UNITS)}|{own})(?![^\W_])"
+                           rf"|{IDSEP}[0-9]{{3,8}}(?![0-9])){form_tail}\+?")
+                guarded.append(stem)
+            else:
+                pattern = rf"{stem}(?:s(?![^\W_])|{_JOIN}?{form_tail}\+?)"
+            alternatives.append((_priority(form, 2), pattern))
+        if guarded and name_patterns:  # "Amazon Nova", "Microsoft Phi", "Zhipu GLM"
+            alternatives.append((5_000, rf"(?:{'|'.join(name_patterns)}){SEP}(?:{'|'.join(guarded)}){tail}\+?"))
+    known = set(vendors)
+    generic = _tail(any_words, id_words)
+    for extra in sorted(extras):
+        for name in _extra_forms(extra):
+            if name.casefold() in known:
+                continue  # a vendor id of the names data: its own rules cover it
+            pattern, form_keys = _extra_pattern(name, generic)
+            if form_keys:  # a name without letters cannot be told from a number
+                alternatives.append((20_000 + len(name), pattern))
+                keys |= form_keys
+    alternatives.sort(key=lambda a: -a[0])
+    body = "|".join(f"(?:{p})" for _, p in alternatives)
+    pattern = re.compile(rf"{_START}(?:{body}){_POSS}{_END}", re.IGNORECASE)
+    return _Compiled(pattern, frozenset(keys))
+
+
+def _form(entry: str | dict[str, Any]) -> dict[str, Any]:
+    return {"form": entry} if isinstance(entry, str) else dict(entry)
+
+
+def _priority(form: dict[str, Any], kind: int) -> int:
+    """Alternatives are tried in order: longer forms first ("Mistral AI" before "Mistral")."""
+    return 10 * len(form.get("form", "")) + kind
+
+
+def _fill(regex: str, tail: str) -> str:
+    return regex.replace("{SEP}", SEP).replace("{TSEP}", TSEP).replace("{IDSEP}", IDSEP).replace("{TAIL}", tail)
+
+
+def _tail_unit(words: Iterable[str], numbers: Iterable[str]) -> str:
+    alts = [*numbers, *(re.escape(w) for w in sorted(set(words), key=len, reverse=True))]
+    return "(?:" + "|".join(alts) + ")" if alts else "(?!)"
+
+
+def _tail(any_words: list[str], id_words: list[str]) -> str:
+    """Any number of version units and model words after the name, each after one separator."""
+    prose = _tail_unit(any_words, _NUMBER_UNITS)
+    ids = _tail_unit(id_words, [])
+    return (rf"(?:{TSEP}{prose}(?![^\W_])|[._:\-{_DASHES}]{ids}(?![^\W_])"
+            rf"|{IDSEP}[0-9]{{3,8}}(?![0-9]))*")
+
+
+def _stem(form: dict[str, Any], family: bool = False) -> tuple[str, set[str]]:
+    """The pattern of a form's text (a space or hyphen: an optional separator), and its keys."""
+    text = form["form"]
+    words = [w for w in re.split(r"[\s\-]+", text) if w]
+    body = f"{SEP}?".join(re.escape(w) for w in words)
+    keys = _keys(words, family)
+    if form.get("case") == "exact":
+        body = rf"(?:(?-i:{body})|{body}(?=[/.][^\W\d_]))"
+    if form.get("guard_prefix"):
+        lower = text.lower()
+        body = rf"(?:(?-i:{re.escape(lower)})(?![\-{_DASHES}][a-z])|(?!(?-i:{re.escape(lower)})){body})"
+    return body, keys
+
+
+def _keys(words: list[str], family: bool) -> set[str]:
+    """Letter runs of which every match of a name with these words holds one (see ``Anonymiser._spans``).
+
+    Words joined by optional separators may be written as one run ("mistralai"), so the key is every run
+    that can hold the form's longest letter part. A family may also end in a plural ``s`` or a joined
+    ``v``/``r``/``k`` version ("deepseekv3").
+    """
+    chains: list[list[str]] = [[]]
+    ends_in_letters = False
+    for word in words:
+        for piece in re.findall(r"[^\W\d_]+|[\W\d_]+", word.casefold()):
+            ends_in_letters = piece.isalpha()
+            if ends_in_letters:
+                chains[-1].append(piece)
+            elif chains[-1]:
+                chains.append([])
+    return _chain_keys(chains, family and ends_in_letters)
+
+
+def _chain_keys(chains: list[list[str]], extendable: bool) -> set[str]:
+    chains = [c for c in chains if c]
+    if not chains:
+        return set()
+    chain, at = max(((c, i) for c in chains for i in range(len(c))), key=lambda ci: len(ci[0][ci[1]]))
+    found = {"".join(chain[i:j + 1]) for i in range(at + 1) for j in range(at, len(chain))}
+    if extendable and chain is chains[-1]:
+        found |= {k + extra for k in found if k.endswith(chain[-1]) for extra in ("s", "v", "r", "k")}
+    return found
+
+
+def _extra_forms(extra: str) -> list[str]:
+    """An extra name's forms: itself and, for an id with a path, its last part (at least three characters)."""
+    forms = [extra]
+    last = re.split(r"[/:]", extra.rstrip("/:"))[-1]
+    if last and last != extra and len(re.sub(r"[\W_]", "", last)) >= 3:
+        forms.append(last)
+    if len(re.sub(r"[\W_]", "", extra)) < 3:
+        forms.remove(extra)
+    return forms
+
+
+def _extra_pattern(name: str, tail: str) -> tuple[str, set[str]]:
+    """An extra name matches with any separators (or none) between its letter and digit runs, and an
+    optional version tail."""
+    runs = re.findall(r"[^\W\d_]+|[0-9]+", name)
+    sep = rf"[\s_.:/\-{_DASHES}]?"
+    chains: list[list[str]] = [[]]
+    for run in runs:
+        if run.isdigit():
+            chains.append([])
+        else:
+            chains[-1].append(run.casefold())
+    return sep.join(re.escape(r) for r in runs) + tail, _chain_keys(chains, extendable=False)

@@ -1,0 +1,232 @@
+"""Immutable run configuration: the roster, the protocol knobs, per-phase timeouts and retry policy."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import urlparse
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from council.core.errors import ConfigError
+from council.core.schema import MemberSpec
+from council.core.vendors import DEFAULT_RESERVES, DEFAULT_ROSTER, KNOWN_VENDORS, canonical_vendor, resolve_vendor, vendor_of
+from council.protocol.panels import panel
+
+EMBEDDED_API_KEY = "embedded-provider"  # the embedded provider accepts any bearer token
+
+
+def read_json_object(path: str | os.PathLike[str], what: str) -> dict[str, Any]:
+    """A JSON file holding one object (a config, a vendor map), or ConfigError naming the file."""
+    try:
+        data = orjson.loads(Path(path).read_bytes())
+    except FileNotFoundError as exc:
+        raise ConfigError(f"{path}: {what} not found") from exc
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read {what}: {exc.strerror or exc}") from exc
+    except orjson.JSONDecodeError as exc:
+        raise ConfigError(f"{path}: {what} is not valid JSON ({exc.msg} at line {exc.lineno})") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: {what} must be one JSON object, got {type(data).__name__}")
+    return data
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def model_from_file(model: type[M], path: str | os.PathLike[str], what: str, **overrides: Any) -> M:
+    """``model`` validated from a JSON file with ``overrides`` on top; every problem in one ConfigError."""
+    data = read_json_object(path, what)
+    try:
+        return model.model_validate({**data, **overrides})
+    except ValidationError as exc:
+        raise ConfigError(f"{path}: bad {what}: {validation_problems(exc)}") from exc
+
+
+def validation_problems(exc: ValidationError) -> str:
+    """Every problem of a pydantic error on one line, as ``field: message`` (no pydantic boilerplate)."""
+    return "; ".join(f"{'.'.join(map(str, e['loc'])) or '<root>'}: {e['msg'].removeprefix('Value error, ')}"
+                     for e in exc.errors())
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Timeouts(_Frozen):
+    """Per-phase HTTP timeouts in seconds."""
+
+    connect_s: float = 5.0
+    read_s: float = 60.0
+    total_s: float = 120.0
+
+
+class RetryPolicy(_Frozen):
+    """Retries of transient faults, and the vendor's circuit breaker (see :mod:`council.transport.breaker`): it opens
+    after transient failures with no success for ``breaker_window_s`` seconds and at least
+    ``breaker_min_failures`` failed attempts in a row (or at once on a permanent failure), and lets one
+    probe through ``breaker_cooldown_s`` seconds after opening."""
+
+    max_attempts: int = Field(default=6, ge=1)
+    base_delay_s: float = Field(default=0.25, gt=0)
+    max_delay_s: float = Field(default=30.0, gt=0)
+    breaker_window_s: float = Field(default=60.0, ge=0)
+    breaker_min_failures: int = Field(default=10, ge=1)
+    breaker_cooldown_s: float = Field(default=30.0, ge=0)
+
+
+class Endpoint(_Frozen):
+    """Where a vendor's calls go. The API key is read from the environment variable ``api_key_env`` in
+    the process that makes the call; the key itself never enters a config object, a log or a record."""
+
+    base_url: str
+    api_key_env: str | None = "COUNCIL_API_KEY"
+    timeouts: Timeouts = Field(default_factory=Timeouts)
+    retry: RetryPolicy = Field(default_factory=RetryPolicy)
+
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")):
+            raise ValueError("must start with http:// or https://")
+        parts = urlparse(value)
+        if parts.username or parts.password or parts.query or parts.fragment:
+            raise ValueError("must be a plain base URL: API keys go in the environment variable named by "
+                             "api_key_env (COUNCIL_API_KEY), never in the URL")
+        return value.rstrip("/")
+
+    def api_key(self) -> str:
+        key = os.environ.get(self.api_key_env) if self.api_key_env else None
+        if not key and (self.api_key_env is None or urlparse(self.base_url).hostname in ("127.0.0.1", "localhost", "::1")):
+            return EMBEDDED_API_KEY  # a local server (the embedded provider) takes any bearer token
+        if not key:
+            raise ConfigError(f"environment variable {self.api_key_env} is not set (API key for {self.base_url})")
+        return key
+
+
+class Limits(BaseModel):
+    """A vendor account's limits. Zero means unlimited (or unknown)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    rpm: float = Field(default=0.0, ge=0.0)
+    tpm: float = Field(default=0.0, ge=0.0)
+    concurrency: int = Field(default=32, ge=1)
+
+
+class VendorSettings(_Frozen):
+    """A vendor account: its limits (0 = unlimited or unknown), batching ceiling and prices."""
+
+    rpm: float = Field(default=0.0, ge=0.0)
+    tpm: float = Field(default=0.0, ge=0.0)
+    concurrency: int = Field(default=32, ge=1)
+    max_batch: int = Field(default=8, ge=1)
+    price_in_per_mtok: float = Field(default=0.0, ge=0.0)
+    price_out_per_mtok: float = Field(default=0.0, ge=0.0)
+    context_tokens: int = Field(default=128_000, ge=1024)  # the judge's context window: longer prompts are refused
+
+    @property
+    def limits(self) -> Limits:
+        return Limits(rpm=self.rpm, tpm=self.tpm, concurrency=self.concurrency)
+
+
+class JudgeParams(_Frozen):
+    temperature: float = 0.0
+    max_tokens: int = Field(default=256, ge=16)
+    containment: bool = True  # audit only (like --no-self-exclusion): False sends the unfenced judge-v1 layout
+
+
+def default_roster() -> list[MemberSpec]:
+    """The default council: one regular seat per vendor of ``DEFAULT_ROSTER``, then the reserves."""
+    return [*(MemberSpec(vendor=v, judge_model=m) for v, m in DEFAULT_ROSTER.items()),
+            *(MemberSpec(vendor=v, judge_model=m, reserve=True) for v, m in DEFAULT_RESERVES.items())]
+
+
+class CouncilConfig(_Frozen):
+    roster: list[MemberSpec] = Field(default_factory=default_roster)  # regular seats and reserves
+    quorum: int = Field(default=3, ge=1)
+    self_exclusion: bool = True
+    shadow_self: bool = False  # the excluded own-vendor member also grades round one: recorded, never counted
+    vendor_map: dict[str, str] = Field(default_factory=dict)  # model id (or org prefix) -> vendor, wins over rules
+    batch_audit: float = Field(default=0.0, ge=0.0, le=1.0)  # share of batched votes re-asked alone
+    seed: int = 0
+    judge: JudgeParams = Field(default_factory=JudgeParams)
+    timeouts: Timeouts = Field(default_factory=Timeouts)  # every provider call's per-phase HTTP timeouts
+    retry: RetryPolicy = Field(default_factory=RetryPolicy)  # retries, backoff and the circuit breaker
+    rows_in_flight: int = Field(default=1024, ge=1)
+    compress_archive: bool = False  # the run folder's archive and rows as zstd frames (read transparently)
+    model_prices: dict[str, tuple[float, float]] = Field(default_factory=dict)  # model -> USD per M tokens in/out
+    elicit_max_tokens: int = Field(default=512, ge=16)
+    budget_usd: float | None = Field(default=None, gt=0)
+    max_response_chars: int = Field(default=100_000, ge=1)  # a longer response is refused, never sent
+    bootstrap_resamples: int = Field(default=1000, ge=10)
+    selective_penalty: float = Field(default=1.0, ge=0.0)  # a wrong answer's cost in the selective score
+    vendors: dict[str, VendorSettings] = Field(default_factory=dict)
+
+    def settings(self, vendor: str) -> VendorSettings:
+        return self.vendors.get(vendor) or VendorSettings()
+
+    def price_for(self, model: str, vendor: str) -> tuple[float, float]:
+        """USD per million input and output tokens: the model's own price, else its vendor's."""
+        if model in self.model_prices:
+            return self.model_prices[model]
+        s = self.settings(vendor)
+        return s.price_in_per_mtok, s.price_out_per_mtok
+
+    @classmethod
+    def from_file(cls, path: Path, **overrides: Any) -> CouncilConfig:
+        """A JSON config file (the fields of this class), with command-line ``overrides`` on top."""
+        return model_from_file(cls, path, "council config", **overrides)
+
+    @field_validator("roster")
+    @classmethod
+    def _one_seat_per_vendor(cls, roster: list[MemberSpec]) -> list[MemberSpec]:
+        vendors = [m.vendor for m in roster]
+        if len(set(vendors)) != len(vendors):
+            raise ValueError("the roster must have one member per vendor")
+        if not any(not m.reserve for m in roster):
+            raise ValueError("the roster has no regular member")
+        return roster
+
+    @field_validator("vendor_map")
+    @classmethod
+    def _canonical_map(cls, vendor_map: dict[str, str]) -> dict[str, str]:
+        return {k.strip(): canonical_vendor(v) for k, v in vendor_map.items()}
+
+    @model_validator(mode="after")
+    def _consistent(self) -> CouncilConfig:
+        problems = []
+        for m in self.roster:  # a seat speaks for its vendor: its judge model must be that vendor's
+            made_by = resolve_vendor(m.judge_model, self.vendor_map)
+            if made_by != m.vendor:
+                problems.append(f"seat {m.vendor!r} has judge model {m.judge_model!r}, which is "
+                                + (f"made by {made_by}" if made_by else "of no known vendor (map it with --vendor-map)"))
+        known = {*KNOWN_VENDORS, *self.roster_vendors, *self.vendor_map.values()}
+        for vendor in sorted(set(self.vendors) - known):
+            problems.append(f"vendors: unknown vendor {vendor!r} (vendors are named like {', '.join(self.roster_vendors)})")
+        if self.shadow_self and not self.self_exclusion:
+            problems.append("--shadow-self audits self-exclusion and cannot be combined with --no-self-exclusion "
+                            "(own-vendor votes would be paid twice)")
+        smallest = min(len(panel(v, self.roster, self.self_exclusion)) for v in ("", *self.roster_vendors))
+        if self.quorum > smallest:
+            problems.append(f"quorum {self.quorum} is larger than the smallest panel ({smallest} members)")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    @property
+    def roster_vendors(self) -> list[str]:
+        """Every seat's vendor, reserves included."""
+        return [m.vendor for m in self.roster]
+
+    def unpriced(self, models: list[str] = ()) -> list[str]:
+        """Judge models and models under test with no price (neither their own nor their vendor's)."""
+        seats = [(m.judge_model, m.vendor) for m in self.roster]
+        return [model for model, vendor in [*seats, *((m, self.vendor_of(m)) for m in models)]
+                if self.price_for(model, vendor) == (0.0, 0.0)]
+
+    def vendor_of(self, model: str) -> str:
+        """The vendor of a model under this run's vendor map (see :func:`council.core.vendors.vendor_of`)."""
+        return vendor_of(model, self.vendor_map)

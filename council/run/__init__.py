@@ -1,0 +1,1 @@
+"""Starting and resuming a council run."""

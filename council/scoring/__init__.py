@@ -1,0 +1,1 @@
+"""Scores and summaries from a run's archive, and comparisons between runs."""

@@ -1,0 +1,185 @@
+"""Compact vote arrays built from a run folder by streaming its JSONL files.
+
+One pass over ``rows.jsonl`` and the round files yields everything the aggregator works on: a vote array
+(rows × members × rounds, int8, ``MISSING`` where a member was not eligible or gave no valid vote), the
+row-level index arrays (model, item, probe, gold, stated confidence), the shadow votes of the
+``--shadow-self`` audit, and the diagnostic counters. Records are read as plain JSON (no model validation
+per line), so millions of votes stream in seconds; a later record of the same vote supersedes an earlier.
+Plain and zstd-compressed archives (:mod:`council.store.archive`) are read alike.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+
+import aggregator as agg
+from council.core.errors import RunFolderError
+from council.core.schema import MemberSpec
+from council.protocol.anonymise import self_identifies
+from council.protocol.panels import panel
+from council.store import archive
+
+CODE = {"correct": agg.CORRECT, "incorrect": agg.INCORRECT}
+
+
+@dataclass
+class Counters:
+    """Diagnostic counts gathered while streaming the round files."""
+
+    votes: int = 0
+    truncated: int = 0
+    empty_outputs: int = 0
+    unparseable: int = 0
+    errors: int = 0
+    reused: int = 0
+    cost_usd: float = 0.0
+    reasked_requests: set[str] = field(default_factory=set)
+    member_votes: Counter[str] = field(default_factory=Counter)
+    member_status: dict[str, Counter[str]] = field(default_factory=dict)  # member -> parse status -> votes
+    self_identified: Counter[str] = field(default_factory=Counter)  # model -> responses naming their own maker
+
+    def add(self, rec: dict[str, Any]) -> None:
+        status = rec.get("parse_status")
+        raws = rec.get("raw_outputs") or []
+        self.votes += 1
+        self.truncated += rec.get("finish_reason") == "length"
+        self.empty_outputs += status != "error" and any(not r for r in raws)
+        self.unparseable += status == "unparseable"
+        self.errors += status == "error"
+        self.reused += rec.get("reused_from") is not None
+        if rec.get("reused_from") is None:
+            self.cost_usd += rec.get("cost_usd") or 0.0
+        if len(raws) > 1:
+            self.reasked_requests.add(rec.get("request_id", ""))
+        self.member_votes[rec["member"]] += 1
+        self.member_status.setdefault(rec["member"], Counter())[status] += 1
+
+
+@dataclass
+class VoteArrays:
+    members: list[str]
+    row_ids: list[str]
+    models: list[str]  # model names; ``model`` indexes into it
+    model_vendors: list[str]  # the vendor of each model, as its rows say
+    items: list[str]  # item ids; ``item`` indexes into it
+    probes: list[str]  # probe names; ``probe_of_item`` indexes into it
+    votes: np.ndarray  # (R, M, 2) int8
+    eligible: np.ndarray  # (R, M) bool: the row's panel
+    reserve: np.ndarray  # (M,) bool: the seat is a reserve
+    graded: np.ndarray  # (R,) bool: every panel member has a result (not an error) in both rounds
+    model: np.ndarray  # (R,) int32
+    item: np.ndarray  # (R,) int32
+    probe_of_item: np.ndarray  # (n_items,) int32
+    gold: np.ndarray  # (R,) int8, MISSING where unknown
+    confidence: np.ndarray  # (R,) float64, NaN where not stated
+    abstained: np.ndarray  # (R,) bool
+    vendor_of_row: list[str]
+    shadow: np.ndarray  # (R,) int8: the excluded own-vendor member's blind vote (never counted)
+    counters: Counters
+    audit: np.ndarray = field(default_factory=lambda: np.zeros((0, 3), dtype=np.int64))
+    """(pairs, 3): the batch audit's pairs, each [counted batched verdict, the verdict asked alone, member]."""
+
+    def subset(self, keep: np.ndarray) -> VoteArrays:
+        """The same run restricted to the rows where ``keep`` is true (models, items and members kept)."""
+        idx = np.flatnonzero(keep)
+        return dataclasses.replace(
+            self, row_ids=[self.row_ids[i] for i in idx], votes=self.votes[idx], eligible=self.eligible[idx],
+            graded=self.graded[idx], model=self.model[idx], item=self.item[idx], gold=self.gold[idx],
+            confidence=self.confidence[idx], abstained=self.abstained[idx],
+            vendor_of_row=[self.vendor_of_row[i] for i in idx], shadow=self.shadow[idx])
+
+
+def build(folder: Path, roster: list[MemberSpec], self_exclusion: bool, probe_by_item: dict[str, str]) -> VoteArrays:
+    members = [m.vendor for m in roster]
+    member_index = {v: j for j, v in enumerate(members)}
+    row_ids: list[str] = []
+    vendors: list[str] = []
+    models: dict[str, int] = {}
+    model_vendors: list[str] = []
+    items: dict[str, int] = {}
+    model_idx: list[int] = []
+    item_idx: list[int] = []
+    gold: list[int] = []
+    confidence: list[float] = []
+    abstained: list[bool] = []
+    counters = Counters()
+    for row in _stream(folder / "rows.jsonl"):
+        counters.self_identified[row["model"]] += self_identifies(row.get("response") or "", row["model"], row["vendor"])
+        row_ids.append(row["row_id"])
+        vendors.append(row["vendor"])
+        k = models.setdefault(row["model"], len(models))
+        if k == len(model_vendors):
+            model_vendors.append(row["vendor"])
+        model_idx.append(k)
+        item_idx.append(items.setdefault(row["item_id"], len(items)))
+        gold.append(CODE.get(row.get("gold_verdict"), agg.MISSING))
+        c = row.get("confidence")
+        confidence.append(np.nan if c is None else float(c))
+        abstained.append(bool(row.get("abstained")))
+    n = len(row_ids)
+    row_index = {rid: i for i, rid in enumerate(row_ids)}
+    # One panel per producing vendor, decided by the protocol's rule; rows pick theirs by vendor.
+    distinct = sorted(set(vendors))
+    panels = np.zeros((len(distinct), len(members)), dtype=bool)
+    for g, vendor in enumerate(distinct):
+        panels[g, [member_index[m.vendor] for m in panel(vendor, roster, self_exclusion)]] = True
+    group = {v: g for g, v in enumerate(distinct)}
+    eligible = panels[np.array([group[v] for v in vendors], dtype=np.int64)] if n else np.zeros((0, len(members)), bool)
+    votes = np.full((n, len(members), 2), agg.MISSING, dtype=np.int8)
+    answered = np.zeros((n, len(members), 2), dtype=bool)
+    for round_ in (1, 2):
+        for rec in _stream(folder / f"round{round_}.jsonl", torn_ok=True):
+            counters.add(rec)
+            i, j = row_index.get(rec["row_id"]), member_index.get(rec["member"])
+            if i is not None and j is not None and eligible[i, j]:  # a later record supersedes an earlier
+                votes[i, j, round_ - 1] = CODE.get(rec.get("verdict"), agg.MISSING)
+                answered[i, j, round_ - 1] = rec.get("parse_status") != "error"
+    graded = (answered | ~eligible[:, :, None]).all(axis=(1, 2))
+    shadow = np.full(n, agg.MISSING, dtype=np.int8)
+    for rec in _stream(folder / "shadow.jsonl", torn_ok=True, missing_ok=True):
+        counters.cost_usd += rec.get("cost_usd") or 0.0
+        i = row_index.get(rec["row_id"])
+        if i is not None:
+            shadow[i] = CODE.get(rec.get("verdict"), agg.MISSING)
+    audit = []
+    for rec in _stream(folder / "audit.jsonl", torn_ok=True, missing_ok=True):
+        counters.cost_usd += rec.get("cost_usd") or 0.0
+        i, j = row_index.get(rec["row_id"]), member_index.get(rec["member"])
+        if i is not None and j is not None:
+            audit.append((votes[i, j, rec["round"] - 1], CODE.get(rec.get("verdict"), agg.MISSING), j))
+    probes: dict[str, int] = {}
+    probe_of_item = np.array([probes.setdefault(probe_by_item.get(it, "?"), len(probes)) for it in items],
+                             dtype=np.int32)
+    return VoteArrays(
+        members=members, row_ids=row_ids, models=list(models), model_vendors=model_vendors, items=list(items),
+        probes=list(probes), votes=votes, eligible=eligible, reserve=np.array([m.reserve for m in roster], dtype=bool),
+        graded=graded, model=np.array(model_idx, dtype=np.int32),
+        item=np.array(item_idx, dtype=np.int32), probe_of_item=probe_of_item, gold=np.array(gold, dtype=np.int8),
+        confidence=np.array(confidence, dtype=np.float64), abstained=np.array(abstained, dtype=bool),
+        vendor_of_row=vendors, shadow=shadow, counters=counters,
+        audit=np.array(audit, dtype=np.int64).reshape(-1, 3),
+    )
+
+
+def _stream(path: Path, *, torn_ok: bool = False, missing_ok: bool = False):  # noqa: ANN202 - a generator
+    """Parsed JSON lines of ``path`` (plain or compressed); a torn last line is skipped where ``torn_ok``."""
+    if not archive.exists(path):
+        if missing_ok or torn_ok:
+            return
+        raise RunFolderError(f"{path}: file not found")
+    for number, line in enumerate(archive.iter_lines(path), start=1):
+        if not line.strip():
+            continue
+        try:
+            yield orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            if torn_ok and not line.endswith(b"\n"):
+                return  # a crash mid-write: the last line is torn
+            raise RunFolderError(f"{path}:{number}: {exc}") from exc

@@ -1,0 +1,301 @@
+"""Scoring a run from its archive alone: vote arrays in, ``verdicts.jsonl`` and ``summary.json`` out.
+
+``council run`` scores by this path too, re-reading what it archived, so only archived votes count and
+``council rescore`` reproduces the summary byte for byte. The arithmetic is the aggregator's; this
+module turns arrays into records and names.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import numpy as np
+
+import aggregator as agg
+from council.core.schema import (BankItem, ElicitedRecord, JudgeCallRecord, MemberSpec, ResponseRow, RowVerdict,
+                                 RunManifest)
+from council.protocol.panels import panel
+from council.scoring.arrays import CODE, Counters, VoteArrays, build
+from council.store.runfolder import ITEMS, MANIFEST, SUMMARY, VERDICTS, RunFolder, read_jsonl
+
+_WORD = {agg.CORRECT: "correct", agg.INCORRECT: "incorrect"}
+WARN_RATE = 0.02  # a diagnostic above this share of votes (or rows) is printed as a warning
+
+
+def score(a: VoteArrays, quorum: int, run_id: str, *, seed: int = 0, resamples: int = 1000,
+          penalty: float = 1.0, simulated: bool = False, refused: frozenset[str] = frozenset()
+          ) -> tuple[Iterator[RowVerdict], dict[str, Any]]:
+    """Verdicts of every row (made one at a time, as they are consumed) and the summary. Rows not graded (a panel member without a result in some
+    round: budget, interrupt, provider failure) get no consensus and are left out of every score."""
+    full = a
+    a = full.subset(full.graded) if not full.graded.all() else full  # rows never graded are never scored
+    tallied = agg.tally_rounds(a.votes)  # one count of the votes serves every metric below
+    cons = agg.consensus(a.votes, quorum=quorum, tally=tallied)
+    position = np.cumsum(full.graded) - 1  # a graded row's index among the graded rows
+    verdicts = (_row_verdict(i, full, cons, int(position[i]) if full.graded[i] else None, refused)
+                for i in range(len(full.row_ids)))
+    n_models = len(a.models)
+    s2, counts = agg.group_scores(cons.verdict[:, 1], a.model, n_models)
+    s1, _ = agg.group_scores(cons.verdict[:, 0], a.model, n_models)
+    has_gold = bool((a.gold != agg.MISSING).any())
+    truth, _ = agg.group_scores((a.gold == agg.CORRECT).astype(np.int8), a.model, n_models)
+    ties, _ = agg.group_scores(cons.tie[:, 1].astype(np.int8), a.model, n_models)  # ties resolve to incorrect
+
+    not_graded = np.bincount(full.model[~full.graded], minlength=n_models)
+    summary: dict[str, Any] = {"run_id": run_id, "simulated": simulated, "quorum": quorum, "members": a.members,
+                               "reserves": [m for m, r in zip(a.members, a.reserve, strict=True) if r]}
+    summary.update(agg.deliberation_summary(a.votes, a.members, quorum=quorum, tally=tallied))
+    summary["rows_total"] = len(full.row_ids)
+    summary["not_graded_rows"] = int(not_graded.sum())
+    summary["panels"] = _panels(full)
+    summary["models"] = {
+        name: {
+            "vendor": a.model_vendors[k], "rows": int(counts[k]), "not_graded": int(not_graded[k]),
+            "score": _num(s2[k]), "score_round1": _num(s1[k]), "tie_rate": _num(ties[k]),
+            **({"true_score": _num(truth[k])} if has_gold else {}),
+        }
+        for k, name in sorted(enumerate(a.models), key=lambda kv: kv[1])
+    }
+    summary["flags"] = _flag_counts(a, cons)
+    summary["diagnostics"] = diagnostics(a.counters, a.members, summary["flags"]["no_quorum"], len(a.row_ids))
+    if summary["panels"]["sizes_differ"]:
+        summary["diagnostics"]["warnings"].append("panels differ in size (add a reserve member to the roster)")
+    if summary["not_graded_rows"]:
+        summary["diagnostics"]["warnings"].append(f"{summary['not_graded_rows']} rows not graded")
+    if has_gold:
+        summary["accuracy_vs_gold"] = {
+            "council": _num(agg.accuracy_against(cons.verdict[:, 1], a.gold)),
+            "round1": _num(agg.accuracy_against(cons.verdict[:, 0], a.gold)),
+            "members_round1": dict(zip(a.members, map(_num, agg.member_accuracy(a.votes[:, :, 0], a.gold)), strict=True)),
+            "members_round2": dict(zip(a.members, map(_num, agg.member_accuracy(a.votes[:, :, 1], a.gold)), strict=True)),
+        }
+        versus = agg.council_versus_members(cons.verdict[:, 1], a.votes[:, :, 0], a.gold, a.item, len(a.items),
+                                            a.members, n_resamples=resamples, seed=seed)
+        if versus is not None:
+            summary["accuracy_vs_gold"].update({
+                "council_ci": versus["judges"]["council"], "members_round1_ci": {
+                    m: versus["judges"][m] for m in a.members},
+                "best_member_round1": versus["best_member"],
+                "council_minus_best_member": versus["council_minus_best_member"]})
+    if len(full.audit):  # batched votes asked again alone: does batching change verdicts?
+        summary["batch_audit"] = agg.paired_agreement(full.audit[:, 0], full.audit[:, 1], full.audit[:, 2], a.members)
+    if (a.shadow != agg.MISSING).any():
+        summary["self_preference"] = _self_preference(a, cons.verdict[:, 1])
+    summary.update(statistics(a, cons, tallied, quorum, seed=seed, resamples=resamples, penalty=penalty))
+    return verdicts, summary
+
+
+def statistics(a: VoteArrays, cons: agg.Consensus, tallied: agg.Tally, quorum: int, *, seed: int, resamples: int,
+               penalty: float) -> dict[str, Any]:
+    """Agreement, reliability against truth, herding, grader-rule sensitivity, uncertainty, calibration."""
+    out: dict[str, Any] = {
+        "agreement": agg.agreement_summary(a.votes, a.members),
+        "herding": agg.herding_summary(a.votes, a.members),
+        "grader_rules": agg.sensitivity_summary(a.votes, a.model, a.models, a.members, quorum=quorum),
+        "uncertainty": _uncertainty(a, cons, tallied, seed=seed, resamples=resamples),
+    }
+    truth = agg.truth_summary(a.votes, cons.verdict, a.gold, a.members)
+    if truth is not None:
+        out["reliability_vs_truth"] = truth
+    if not np.isnan(a.confidence).all():
+        out["calibration"] = agg.calibration_summary(
+            a.confidence, cons.verdict[:, 1], a.abstained, a.model, a.models, penalty=penalty)
+    return out
+
+
+def _uncertainty(a: VoteArrays, cons: agg.Consensus, tallied: agg.Tally, *, seed: int, resamples: int
+                 ) -> dict[str, Any]:
+    """Percentile bootstrap over items, paired across models: scores overall and per probe, and the
+    deliberation metrics (as ratios of per-item sums)."""
+    n_items = len(a.items)
+    S, C = agg.score_matrix(a.item, a.model, cons.verdict[:, 1].astype(np.float64), n_items, len(a.models))
+    kw = {"n_resamples": resamples, "seed": seed}
+    overall = agg.bootstrap_summary(agg.bootstrap_scores(S, C, **kw), a.models)
+    by_probe = agg.bootstrap_by_group(S, C, a.probe_of_item, len(a.probes), **kw)
+    agreement = agg.agreement(a.votes, tally=tallied)
+    lifted = ~np.isnan(agreement).any(axis=1)
+    lift = np.where(lifted, agreement[:, 1] - agreement[:, 0], 0.0)
+
+    def ratio(num: np.ndarray, den: np.ndarray) -> dict[str, float | None]:
+        point, low, high = agg.bootstrap_ratio(np.bincount(a.item, weights=num, minlength=n_items),
+                                               np.bincount(a.item, weights=den, minlength=n_items), **kw)
+        return {"value": _num(point), "ci_low": _num(low), "ci_high": _num(high)}
+
+    return {
+        "scores": overall,
+        "by_probe": {p: agg.bootstrap_summary(r, a.models) for p, r in zip(a.probes, by_probe, strict=True)},
+        "deliberation_impact": ratio(tallied.changed.astype(np.float64), tallied.eligible.astype(np.float64)),
+        "agreement_lift": ratio(lift, lifted.astype(np.float64)),
+    }
+
+
+def _self_preference(a: VoteArrays, council: np.ndarray) -> dict[str, Any]:
+    vendors = sorted(set(a.vendor_of_row))
+    index = {v: g for g, v in enumerate(vendors)}
+    group = np.array([index[v] for v in a.vendor_of_row], dtype=np.int64)
+    sp = agg.self_preference(a.shadow, council, a.gold, group, len(vendors))
+    return {
+        v: {k: int(arr[g]) if arr.dtype.kind in "iu" else _num(arr[g]) for k, arr in sp.items()}
+        for g, v in enumerate(vendors) if sp["rows"][g] > 0
+    }
+
+
+def diagnostics(c: Counters, members: list[str], no_quorum_rows: int, rows: int) -> dict[str, Any]:
+    """Counts that say how far the votes can be trusted, each with its rate."""
+    counts = {
+        "votes": c.votes, "truncated": c.truncated, "empty_outputs": c.empty_outputs, "unparseable": c.unparseable,
+        "repair_reasks": len(c.reasked_requests), "errors": c.errors, "reused": c.reused,
+        "no_quorum_rows": no_quorum_rows,
+    }
+    rates = {f"{k}_rate": round(v / max(1, rows if k == "no_quorum_rows" else c.votes), 6)
+             for k, v in counts.items() if k not in ("votes", "reused")}
+    status = {m: c.member_status.get(m, Counter()) for m in members}  # member -> parse status -> votes
+    share = {m: {k: s[k] / max(1, c.member_votes[m]) for k in ("ok", "extracted", "repaired", "unparseable", "error")}
+             for m, s in status.items()}
+    per_member = {m: round(r["error"] + r["unparseable"], 6) for m, r in share.items()}
+    warnings = [k.removesuffix("_rate") for k, v in rates.items() if v > WARN_RATE]
+    warnings += [f"member {m} errors" for m, v in per_member.items() if v > WARN_RATE]
+    parsing = {m: {f"{k}_rate": round(v, 6) for k, v in r.items()} for m, r in share.items()}
+    return {**counts, **rates, "error_rate_per_member": per_member, "parse_status_per_member": parsing,
+            "self_identifying_responses": dict(sorted(c.self_identified.items())), "warnings": warnings}
+
+
+def _panels(a: VoteArrays) -> dict[str, Any]:
+    """How many rows had each panel size, how many an even panel, and how many seated a reserve."""
+    sizes = a.eligible.sum(axis=1)
+    by_size = {str(k): int(v) for k, v in zip(*np.unique(sizes, return_counts=True), strict=True)}
+    return {"rows_by_size": by_size, "even_panel_rows": int((sizes % 2 == 0).sum()),
+            "reserve_rows": int(a.eligible[:, a.reserve].any(axis=1).sum()), "sizes_differ": len(by_size) > 1}
+
+
+def _flag_counts(a: VoteArrays, cons: agg.Consensus) -> dict[str, int]:
+    """How many graded rows carry each flag of :func:`_row_verdict` (``a`` holds the graded rows only)."""
+    tie = cons.tie & ~cons.no_quorum  # a row without quorum is flagged for that, not for a tie
+    missing = ((a.votes == agg.MISSING) & a.eligible[:, :, None]).any(axis=(1, 2))
+    return {"tie": int(tie[:, 1].sum()), "no_quorum": int(cons.no_quorum[:, 1].sum()),
+            "tie_round1": int(tie[:, 0].sum()), "no_quorum_round1": int(cons.no_quorum[:, 0].sum()),
+            "missing_votes": int(missing.sum())}
+
+
+def _row_verdict(i: int, a: VoteArrays, cons: agg.Consensus, k: int | None, refused: frozenset[str]) -> RowVerdict:
+    """Row ``i`` of ``a``; ``k`` is its index in ``cons`` (None: the row was not graded)."""
+    decided = None if k is None else (cons.verdict[k], cons.tie[k], cons.no_quorum[k])
+    return _verdict(a.row_ids[i], a.items[a.item[i]], a.models[a.model[i]], a.vendor_of_row[i], int(a.gold[i]),
+                    a.members, a.reserve, a.eligible[i], a.votes[i], decided, a.row_ids[i] in refused)
+
+
+def _verdict(row_id: str, item_id: str, model: str, vendor: str, gold: int, members: list[str], reserve: np.ndarray,
+             eligible: np.ndarray, v: np.ndarray, decided: tuple[np.ndarray, np.ndarray, np.ndarray] | None,
+             refused: bool) -> RowVerdict:
+    """One row's record: ``v`` its (M, 2) votes, ``decided`` its consensus, ties and missing quorum per round
+    (None: the row was not graded)."""
+    cols = np.flatnonzero(eligible)
+    names = [members[j] for j in cols]
+    flags = []
+    if decided is None:
+        flags.append("not_graded")
+        if refused:
+            flags.append("refused")
+    else:
+        for r, suffix in ((1, ""), (0, "_round1")):
+            if decided[2][r]:
+                flags.append("no_quorum" + suffix)
+            elif decided[1][r]:
+                flags.append("tie" + suffix)
+    if len(cols) and (v[cols] == agg.MISSING).any():
+        flags.append("missing_votes")
+    return RowVerdict(
+        row_id=row_id, item_id=item_id, model=model, vendor=vendor,
+        members=names, reserves=[members[j] for j in cols if reserve[j]], graded=decided is not None,
+        votes_round1={m: _WORD.get(int(v[j, 0])) for m, j in zip(names, cols, strict=True)},
+        votes_round2={m: _WORD.get(int(v[j, 1])) for m, j in zip(names, cols, strict=True)},
+        consensus_round1=None if decided is None else _WORD[int(decided[0][0])],
+        consensus=None if decided is None else _WORD[int(decided[0][1])],
+        flags=flags, gold_verdict=_WORD.get(gold),
+    )
+
+
+def row_verdict(row: ResponseRow, records: Iterable[JudgeCallRecord], roster: list[MemberSpec],
+                self_exclusion: bool, quorum: int, *, refused: bool = False) -> RowVerdict:
+    """One row's verdict from its own records, by the rules of :func:`score` (the record ``verdicts.jsonl``
+    will hold for it), so that it can be given out as soon as the row's second round is in."""
+    members = [m.vendor for m in roster]
+    column = {v: j for j, v in enumerate(members)}
+    eligible = np.zeros(len(members), dtype=bool)
+    eligible[[column[m.vendor] for m in panel(row.vendor, roster, self_exclusion)]] = True
+    votes = np.full((1, len(members), 2), agg.MISSING, dtype=np.int8)
+    answered = np.zeros((len(members), 2), dtype=bool)
+    for rec in records:
+        j = column.get(rec.member)
+        if j is not None and eligible[j] and not rec.shadow and rec.audit_of is None:
+            votes[0, j, rec.round - 1] = CODE.get(rec.verdict, agg.MISSING)
+            answered[j, rec.round - 1] = rec.parse_status != "error"
+    decided = None
+    if (answered | ~eligible[:, None]).all():
+        cons = agg.consensus(votes, quorum=quorum)
+        decided = (cons.verdict[0], cons.tie[0], cons.no_quorum[0])
+    return _verdict(row.row_id, row.item_id, row.model, row.vendor, CODE.get(row.gold_verdict, agg.MISSING), members,
+                    np.array([m.reserve for m in roster], dtype=bool), eligible, votes[0], decided, refused)
+
+
+def _num(x: float) -> float | None:
+    x = float(x)
+    return None if np.isnan(x) else round(x, 6)
+
+
+def load_arrays(folder: RunFolder) -> tuple[RunManifest, VoteArrays]:
+    manifest = RunManifest.model_validate(folder.read_json(MANIFEST))
+    probes = {i.id: i.probe for i in read_jsonl(folder.path / ITEMS, BankItem)}
+    return manifest, build(folder.path, manifest.roster, manifest.self_exclusion, probes)
+
+
+def elicitation(records: list[ElicitedRecord]) -> dict[str, Any]:
+    """Per model under test: what was asked, what could be graded, and why not (truncation is counted and
+    warned about, never scored as a wrong answer)."""
+    out: dict[str, Any] = {}
+    for model in sorted({r.model for r in records}):
+        mine = [r for r in records if r.model == model]
+        speeds = [r.tokens_per_s for r in mine if r.tokens_per_s]
+        n = len(mine)
+        out[model] = {
+            "asked": n, "graded": sum(r.gradable for r in mine), "truncated": sum(r.truncated for r in mine),
+            "empty": sum(r.empty and not r.truncated and r.error is None for r in mine),
+            "errors": sum(r.error is not None for r in mine), "abstained": sum(r.abstained for r in mine),
+            "confidence_missing": sum(r.confidence_status == "missing" for r in mine),
+            "confidence_malformed": sum(r.confidence_status in ("malformed", "out_of_range") for r in mine),
+            "truncated_rate": round(sum(r.truncated for r in mine) / max(1, n), 6),
+            "reasoning_tokens": sum(r.usage.reasoning_tokens for r in mine),
+            "completion_tokens": sum(r.usage.completion_tokens for r in mine),
+            "mean_tokens_per_s": round(sum(speeds) / len(speeds), 3) if speeds else None,
+            "cost_usd": round(sum(r.cost_usd for r in mine), 6),
+        }
+    return out
+
+
+def rescore(folder: RunFolder) -> dict[str, Any]:
+    """Rebuild ``verdicts.jsonl`` and ``summary.json`` from the archived rows and judge-call records."""
+    manifest, arrays = load_arrays(folder)
+    config = manifest.config
+    refused = folder.read_refused()
+    verdicts, summary = score(arrays, manifest.quorum, manifest.run_id, seed=manifest.seed,
+                              resamples=config.get("bootstrap_resamples", 1000),
+                              penalty=config.get("selective_penalty", 1.0), simulated=manifest.simulated,
+                              refused=frozenset(refused))
+    state = folder.read_state()
+    summary["state"] = state
+    summary["complete"] = state["state"] == "finished" and not summary["not_graded_rows"]
+    summary["refused_rows"] = len(refused)
+    if refused:
+        summary["diagnostics"]["warnings"].append(
+            f"{len(refused)} rows refused before any call (e.g. {next(iter(refused.values()))})")
+    elicited = folder.read_elicited()
+    if elicited:
+        summary["elicitation"] = elicitation(elicited)
+        summary["diagnostics"]["warnings"] += [
+            f"model {m} truncated" for m, e in summary["elicitation"].items() if e["truncated_rate"] > WARN_RATE]
+    summary["cost_usd"] = round(arrays.counters.cost_usd + sum(r.cost_usd for r in elicited), 6)
+    folder.write_lines(VERDICTS, verdicts)
+    folder.write_json(SUMMARY, summary)
+    return summary

@@ -1,0 +1,1 @@
+"""The run folder and its record archives."""

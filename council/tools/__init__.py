@@ -1,0 +1,1 @@
+"""Operator tools: cost estimates and load tests."""

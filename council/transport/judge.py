@@ -1,0 +1,344 @@
+"""A council member's judge: queues the votes it is asked for, sends them to its vendor's model as fast as
+the vendor's quota allows, reads the verdicts, and returns one record per vote. Plain Python: the Ray
+actor in :mod:`council.cluster.actors` is a thin shell over this class.
+
+Scheduling: one pump per judge takes round-two votes before round-one votes (they finish rows), waits
+for a concurrency slot and for quota admission, then sends. When the vendor's request limit binds and
+its token limit has room, several rows of the same round go in one request (rate-limit-aware batching);
+the batch size comes from the quotas (:func:`council.transport.quota.choose_batch_size`). A batch never holds two
+answers to the same item (each response is judged on its own, as alone), and each vote records its
+request's rows (``batch_rows``). A row missing from a batched answer is asked again alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections import deque
+from dataclasses import dataclass, field
+
+from council.core.errors import ProviderError, ProviderUnavailable
+from council.core.schema import JudgeCallRecord, MemberSpec, ParseStatus, RequestParams, Usage
+from council.protocol.config import Endpoint, JudgeParams, Limits
+from council.protocol.panels import METHODOLOGY_VERSION
+from council.protocol.parsing import parse_batch, parse_verdict, read_batch, read_verdict
+from council.protocol.prompts import (
+    BATCH_VERDICT_SCHEMA, PROMPT_HASHES, PROMPT_VERSION, VERDICT_SCHEMA, batch_messages, repair_messages,
+    single_messages,
+)
+from council.transport.client import ChatClient
+from council.transport.limiter import Limiter, LocalLedger
+from council.transport.quota import QuotaLedger, choose_batch_size, estimate_tokens
+
+RESPONSE_FORMAT = {"type": "json_schema", "json_schema": VERDICT_SCHEMA}
+BATCH_RESPONSE_FORMAT = {"type": "json_schema", "json_schema": BATCH_VERDICT_SCHEMA}
+OUTPUT_TOKENS_PER_ROW = 96  # max_tokens per row of a batched request
+BATCH_OVERHEAD_CHARS = 1200  # system prompt and instructions of a batched request
+
+
+_Request = tuple[list[dict[str, str]], int, dict]  # messages, max_tokens, response_format
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeTask:
+    """One vote to ask for: the row, the round and the prompt body (rendered and scrubbed by the coordinator).
+    ``item_id`` keeps two answers to one item out of one batched request; a ``solo`` task is always sent
+    alone (the batch audit)."""
+
+    row_id: str
+    round: int
+    body: str
+    peer_letters: dict[str, str] = field(default_factory=dict)
+    rubric_hash: str = ""
+    request_key: str = ""
+    item_id: str = ""
+    solo: bool = False
+
+
+@dataclass(slots=True)
+class _Call:
+    """What one request produced, before it is turned into records."""
+
+    raws: list[str] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    attempts: int = 0
+    finish: str | None = None
+    error: str | None = None
+    max_tokens: int = 0
+    started: float = field(default_factory=time.perf_counter)
+
+
+class Judge:
+    def __init__(
+        self, member: MemberSpec, endpoint: Endpoint, params: JudgeParams, *, limiter: Limiter | None = None,
+        max_batch: int = 1, seed: int = 0, prices: tuple[float, float] = (0.0, 0.0),
+    ) -> None:
+        self.member = member
+        self.params = params
+        self.max_batch = max_batch
+        self.prices = prices  # USD per million input and output tokens
+        self.limiter = limiter or Limiter(LocalLedger(QuotaLedger(Limits())), f"judge:{member.vendor}")
+        self.client = ChatClient(endpoint, seed=seed, limiter=self.limiter, vendor=member.vendor)
+        self._queues: dict[int, deque[tuple[JudgeTask, asyncio.Future[JudgeCallRecord]]]] = {1: deque(), 2: deque()}
+        self._work = asyncio.Event()
+        self._pump_task: asyncio.Task[None] | None = None
+        self._sending: set[asyncio.Task[None]] = set()
+        self._row_chars = 2000.0  # running mean of a row body's length
+        self.batch_sizes: dict[int, int] = {}
+
+    # -- public --------------------------------------------------------------------------------------------
+    async def grade_batch(self, tasks: list[JudgeTask]) -> list[JudgeCallRecord | BaseException]:
+        """Each task's record, or the exception that task ended with (one task's failure is its own)."""
+        return list(await asyncio.gather(*(self.submit(t) for t in tasks), return_exceptions=True))
+
+    def cancel_queued(self, exc: BaseException) -> int:
+        """Fail every vote still queued (not yet sent) with ``exc``; requests already sent finish."""
+        cancelled = 0
+        for queue in self._queues.values():
+            while queue:
+                _, future = queue.popleft()
+                if not future.done():
+                    future.set_exception(exc)
+                    cancelled += 1
+        return cancelled
+
+    def submit(self, task: JudgeTask) -> asyncio.Future[JudgeCallRecord]:
+        if self._pump_task is None or self._pump_task.done():
+            self._pump_task = asyncio.create_task(self._pump(), name=f"judge-{self.member.vendor}")
+        future: asyncio.Future[JudgeCallRecord] = asyncio.get_running_loop().create_future()
+        self._queues[task.round].append((task, future))
+        self._row_chars += (len(task.body) - self._row_chars) * 0.05
+        self._work.set()
+        return future
+
+    async def close(self) -> None:
+        """Stop sending and close the session. A request still in flight here was abandoned by the run
+        (its grace period is over): it is cancelled, not waited for."""
+        if self._pump_task is not None:
+            self._pump_task.cancel()
+            await asyncio.gather(self._pump_task, return_exceptions=True)
+        for sending in self._sending:
+            sending.cancel()
+        if self._sending:
+            await asyncio.gather(*self._sending, return_exceptions=True)
+        await self.client.close()
+
+    # -- scheduling ----------------------------------------------------------------------------------------
+    def batch_size(self) -> int:
+        """Rows per request now, from the limits in force (1 unless the request limit binds)."""
+        return batch_size_for(self.limiter.rpm, self.limiter.tpm, self._row_chars, self.max_batch)
+
+    async def _pump(self) -> None:
+        while True:
+            if not (self._queues[1] or self._queues[2]):
+                self._work.clear()
+                await self._work.wait()
+                continue
+            await self.limiter.acquire_slot()
+            try:
+                k = self.batch_size()
+                # Reserve for a full batch; what a smaller batch does not use is given back on settling.
+                reserve = int(k * (self._row_chars / 4 + OUTPUT_TOKENS_PER_ROW)) + (BATCH_OVERHEAD_CHARS // 4 if k > 1 else 0)
+                await self.limiter.admit(reserve)
+                round_ = self._next_round(k)
+                batch = take_batch(self._queues[round_], k)
+            except BaseException:
+                await self.limiter.release_slot()
+                raise
+            if not batch:  # cannot happen while the pump is the only one to take from the queues
+                self.limiter.settle(reserve, 0)
+                await self.limiter.release_slot()
+                continue
+            request = self._request(round_, [t.body for t, _ in batch])
+            self.limiter.settle(reserve, estimate_tokens(request[0], request[1]))  # the request's own estimate
+            send = asyncio.create_task(self._send(batch, request))
+            self._sending.add(send)
+            send.add_done_callback(self._sending.discard)
+
+    def _next_round(self, k: int) -> int:
+        """Round two first (it finishes rows), unless round one can fill a larger batch."""
+        q1, q2 = len(self._queues[1]), len(self._queues[2])
+        return 2 if q2 and q2 >= min(k, q1) else 1
+
+    async def _send(self, batch: list[tuple[JudgeTask, asyncio.Future[JudgeCallRecord]]],
+                    request: _Request) -> None:
+        """Ask for a batch and hand each vote its record. A vendor that cannot be used
+        (:class:`ProviderUnavailable`) is never turned into a record: the votes of this batch, and every vote
+        still queued for this judge, get the exception at once."""
+        try:
+            if all(future.done() for _, future in batch):  # failed or cancelled while queued: nothing to ask
+                self.limiter.settle(estimate_tokens(request[0], request[1]), 0)
+                return
+            tasks = [t for t, _ in batch]
+            try:
+                if len(tasks) == 1:
+                    records: list[JudgeCallRecord | ProviderUnavailable] = [await self._ask_one(tasks[0], request)]
+                else:
+                    records = await self._ask_many(tasks, request)
+            except ProviderUnavailable as exc:
+                for _, future in batch:
+                    if not future.done():
+                        future.set_exception(exc)
+                self._fail_queued(exc)
+                return
+            except Exception as exc:  # never leave a waiting row hanging
+                for _, future in batch:
+                    if not future.done():
+                        future.set_exception(exc)
+                raise
+            self.batch_sizes[len(tasks)] = self.batch_sizes.get(len(tasks), 0) + 1
+            unavailable = None
+            for record, (_, future) in zip(records, batch, strict=True):
+                if future.done():
+                    continue
+                if isinstance(record, ProviderUnavailable):
+                    unavailable = record
+                    future.set_exception(record)
+                else:
+                    future.set_result(record)
+            if unavailable is not None:
+                self._fail_queued(unavailable)
+        finally:
+            await self.limiter.release_slot()
+
+    def _fail_queued(self, exc: ProviderUnavailable) -> None:
+        """Every vote still queued fails at once with ``exc``'s cause (the breaker is open: none of them
+        would be sent). The entries stay queued; the pump finds them done and sends nothing for them."""
+        for queue in self._queues.values():
+            for _, future in queue:
+                if not future.done():
+                    future.set_exception(ProviderUnavailable(str(exc), status=exc.status))
+
+    # -- one request ---------------------------------------------------------------------------------------
+    def _request(self, round_: int, bodies: list[str]) -> _Request:
+        """Messages, output bound and response format of a request for these rows."""
+        if len(bodies) == 1:
+            return single_messages(round_, bodies[0]), self.params.max_tokens, RESPONSE_FORMAT
+        return batch_messages(round_, bodies), 32 + OUTPUT_TOKENS_PER_ROW * len(bodies), BATCH_RESPONSE_FORMAT
+
+    async def _chat(self, messages: list[dict[str, str]], max_tokens: int, response_format: dict, call: _Call,
+                    admitted: bool) -> str:
+        result = await self.client.chat(
+            self.member.judge_model, messages, temperature=self.params.temperature, max_tokens=max_tokens,
+            response_format=response_format, admitted=admitted,
+        )
+        call.usage += result.usage
+        call.max_tokens = max_tokens
+        call.attempts += result.attempts
+        call.finish = result.finish_reason
+        call.raws.append(result.content or "")
+        return result.content or ""
+
+    async def _ask_one(self, task: JudgeTask, request: _Request | None = None) -> JudgeCallRecord:
+        """One row alone: the question, then at most one repair re-ask; never a guessed vote. A ``request``
+        given was built and admitted by the pump; without one the row is asked anew (a batch's leftover)."""
+        call, vote, status = _Call(), None, "unparseable"
+        messages, max_tokens, fmt = request or self._request(task.round, [task.body])
+        try:
+            content = await self._chat(messages, max_tokens, fmt, call, admitted=request is not None)
+            vote, status = read_verdict(content)
+            if vote is None:
+                content = await self._chat(repair_messages(messages, content), max_tokens, fmt, call, False)
+                vote = parse_verdict(content)
+                status = "repaired" if vote else "unparseable"
+        except ProviderUnavailable:
+            raise  # the vendor cannot be used: not a vote, and not archived
+        except ProviderError as exc:
+            status, call.error, call.attempts = "error", str(exc), call.attempts + exc.attempts
+        return self._record(task, vote, status, call, uuid.uuid4().hex, [], call.usage)
+
+    async def _ask_many(self, tasks: list[JudgeTask],
+                        request: _Request) -> list[JudgeCallRecord | ProviderUnavailable]:
+        """Several rows of one round in one (admitted) request; rows the answer leaves out are asked again
+        alone. Raises :class:`ProviderUnavailable` if the request meets an unusable vendor; a row asked again
+        alone that meets one gets the exception in its place (the others keep their records)."""
+        call, votes, status = _Call(), None, "ok"
+        rows = [t.row_id for t in tasks]
+        messages, max_tokens, fmt = request
+        try:
+            content = await self._chat(messages, max_tokens, fmt, call, admitted=True)
+            votes, status = read_batch(content, len(tasks))
+            if votes is None:
+                content = await self._chat(repair_messages(messages, content), max_tokens, fmt, call, False)
+                votes, status = parse_batch(content, len(tasks)), "repaired"
+        except ProviderUnavailable:
+            raise
+        except ProviderError as exc:
+            call.error, call.attempts = str(exc), call.attempts + exc.attempts
+        if call.error is not None:
+            shares = split_usage(call.usage, len(tasks))
+            return [self._record(t, None, "error", call, "", rows, u) for t, u in zip(tasks, shares, strict=True)]
+        votes = votes or {}
+        request_id = uuid.uuid4().hex
+        answered = [k for k in range(1, len(tasks) + 1) if k in votes]
+        shares = iter(split_usage(call.usage, max(1, len(answered))))
+        out: list[JudgeCallRecord | ProviderUnavailable | None] = [None] * len(tasks)
+        for k in answered:
+            out[k - 1] = self._record(tasks[k - 1], votes[k], status, call, request_id, rows, next(shares))
+        alone = [i for i, r in enumerate(out) if r is None]
+        again = await asyncio.gather(*(self._ask_one(tasks[i]) for i in alone), return_exceptions=True)
+        for i, record in zip(alone, again, strict=True):
+            if isinstance(record, BaseException) and not isinstance(record, ProviderUnavailable):
+                raise record
+            out[i] = record
+        return [r for r in out if r is not None]
+
+    def _record(self, task: JudgeTask, vote: tuple[str, str] | None, status: ParseStatus, call: _Call,
+                request_id: str, batch_rows: list[str], usage: Usage) -> JudgeCallRecord:
+        """One vote's record; ``batch_rows`` are the rows of its batched request in key order ([] alone)."""
+        return JudgeCallRecord(
+            row_id=task.row_id, round=task.round, member=self.member.vendor, judge_model=self.member.judge_model,
+            verdict=vote[0] if vote else None, reason=vote[1] if vote else None, ok=vote is not None,
+            parse_status=status if vote or status == "error" else "unparseable", raw_outputs=call.raws,
+            finish_reason=call.finish, usage=usage,
+            cost_usd=usage.cost_usd(*self.prices),
+            latency_s=round(time.perf_counter() - call.started, 6), attempts=call.attempts, error=call.error,
+            judge_prompt_version=PROMPT_VERSION, judge_prompt_hash=PROMPT_HASHES[f"round{task.round}"],
+            rubric_hash=task.rubric_hash, methodology_version=METHODOLOGY_VERSION,
+            request=RequestParams(model=self.member.judge_model, temperature=self.params.temperature,
+                                  max_tokens=call.max_tokens or self.params.max_tokens),
+            request_key=task.request_key, request_id=request_id or uuid.uuid4().hex,
+            batch_size=max(1, len(batch_rows)), batch_rows=batch_rows, peer_letters=task.peer_letters,
+            reserve=self.member.reserve,
+        )
+
+
+def take_batch(queue: deque[tuple[JudgeTask, asyncio.Future[JudgeCallRecord]]], k: int,
+               window: int = 256) -> list[tuple[JudgeTask, asyncio.Future[JudgeCallRecord]]]:
+    """Up to ``k`` queued votes for one request, oldest first, never two answers to the same item (each
+    response is judged on its own, as alone) and never a ``solo`` task with others. Votes passed over keep
+    their place; at most ``window`` are looked at."""
+    first = queue.popleft()
+    batch = [first]
+    if k == 1 or first[0].solo:
+        return batch
+    items = {first[0].item_id}
+    passed: list[tuple[JudgeTask, asyncio.Future[JudgeCallRecord]]] = []
+    while queue and len(batch) < k and len(passed) < window:
+        entry = queue.popleft()
+        task = entry[0]
+        if task.solo or task.item_id in items:
+            passed.append(entry)
+        else:
+            batch.append(entry)
+            items.add(task.item_id)
+    queue.extendleft(reversed(passed))
+    return batch
+
+
+def batch_size_for(rpm: float, tpm: float, row_chars: float, max_batch: int) -> int:
+    """Rows per judge request for a vendor with these limits and rows of about ``row_chars`` characters."""
+    row_tokens = row_chars / 4 + OUTPUT_TOKENS_PER_ROW / 2
+    return choose_batch_size(rpm, tpm, row_tokens, BATCH_OVERHEAD_CHARS / 4, max_batch)
+
+
+def split_usage(usage: Usage, n: int) -> list[Usage]:
+    """A request's usage shared among its ``n`` votes; the parts add up exactly to the whole."""
+    def parts(total: int) -> list[int]:
+        base, extra = divmod(total, n)
+        return [base + (1 if i < extra else 0) for i in range(n)]
+
+    return [Usage(prompt_tokens=p, completion_tokens=c, total_tokens=t, reasoning_tokens=r) for p, c, t, r in zip(
+        parts(usage.prompt_tokens), parts(usage.completion_tokens), parts(usage.total_tokens),
+        parts(usage.reasoning_tokens), strict=True)]

@@ -1,0 +1,135 @@
+"""The rooms of the code base and their order: a module imports only from its own room or a room below it.
+
+Every ``.py`` under council/, bank/, elicitor/ and aggregator/ is parsed; every import of our own code is
+checked (module level and inside functions, ``import x`` and ``from x import y``, relative imports
+resolved). ``from package import name`` counts as an import of ``package.name`` when that is a module.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGES = ("council", "bank", "elicitor", "aggregator")
+
+# Bottom to top: (room, module prefixes). A room may import from itself and from the rooms before it.
+ROOMS: list[tuple[str, tuple[str, ...]]] = [
+    ("aggregator", ("aggregator",)),  # pure numpy: nothing of ours
+    ("core", ("council.core",)),
+    ("bank", ("bank",)),
+    ("protocol", ("council.protocol",)),
+    ("store", ("council.store",)),
+    ("transport", ("council.transport",)),
+    ("elicitor", ("elicitor",)),
+    ("grading", ("council.grading",)),
+    ("scoring", ("council.scoring",)),
+    ("cluster", ("council.cluster",)),
+    ("sim", ("council.sim",)),
+    ("importers", ("council.importers",)),
+    ("run", ("council.run",)),
+    ("service", ("council.service",)),
+    ("tools", ("council.tools",)),
+    ("cli", ("council.cli",)),
+]
+LEVEL = {room: level for level, (room, _) in enumerate(ROOMS)}
+
+# Packages that only group rooms, imported by Python on the way to a room's module: a docstring and nothing else.
+GROUPING = ("council",)
+# Room packages whose __init__ is the room's public interface (its modules are private) rather than a docstring.
+INTERFACE_PACKAGES = ("council.sim", "council.importers")
+
+
+def source_files() -> dict[str, Path]:
+    """Module name -> file, for every module of our packages."""
+    modules = {}
+    for package in PACKAGES:
+        for path in sorted((REPO / package).rglob("*.py")):
+            parts = path.relative_to(REPO).with_suffix("").parts
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            modules[".".join(parts)] = path
+    return modules
+
+
+MODULES = source_files()
+
+
+def room_of(module: str) -> str | None:
+    best = None
+    for room, prefixes in ROOMS:
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and (best is None or len(prefix) > len(best[1])):
+                best = (room, prefix)
+    return best[0] if best else None
+
+
+def is_package(module: str) -> bool:
+    return MODULES[module].name == "__init__.py"
+
+
+def imports_of(module: str) -> list[tuple[int, str]]:
+    """(line, imported module) for every import of our own code in ``module``, wherever it sits in the file."""
+    tree = ast.parse(MODULES[module].read_text(encoding="utf-8"), filename=str(MODULES[module]))
+    package = module if is_package(module) else module.rpartition(".")[0]
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[:len(base) - (node.level - 1)]
+                source = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                source = node.module or ""
+            for alias in node.names:
+                submodule = f"{source}.{alias.name}"
+                found.append((node.lineno, submodule if submodule in MODULES else source))
+    return sorted({(line, target) for line, target in found if target.split(".")[0] in PACKAGES})
+
+
+def violations() -> list[str]:
+    problems = []
+    for module, path in MODULES.items():
+        where = path.relative_to(REPO)
+        room = room_of(module)
+        if room is None:
+            if module not in GROUPING:
+                problems.append(f"{where}: module {module} belongs to no room")
+            continue
+        for line, target in imports_of(module):
+            target_room = room_of(target)
+            if target not in MODULES:
+                problems.append(f"{where}:{line}: imports {target}, which does not exist")
+            elif target_room is None:
+                problems.append(f"{where}:{line}: imports {target}, which belongs to no room")
+            elif LEVEL[target_room] > LEVEL[room]:
+                problems.append(f"{where}:{line}: {room} imports {target} from {target_room}, a room above it")
+    return problems
+
+
+def test_rooms_cover_the_packages():
+    assert {prefix.split(".")[0] for _, prefixes in ROOMS for prefix in prefixes} == set(PACKAGES)
+    for _, prefixes in ROOMS:
+        for prefix in prefixes:
+            assert prefix in MODULES, f"room prefix {prefix} is not a module"
+
+
+def test_no_import_points_to_a_room_above():
+    problems = violations()
+    assert not problems, "\n" + "\n".join(problems)
+
+
+DOCSTRING_ONLY = [p for p in (*GROUPING, *(p for _, ps in ROOMS for p in ps))
+                  if p.startswith("council") and p in MODULES and is_package(p) and p not in INTERFACE_PACKAGES]
+
+
+@pytest.mark.parametrize("package", DOCSTRING_ONLY)
+def test_room_packages_hold_only_a_one_line_docstring(package):
+    """Importing one module of a room loads nothing else of the room."""
+    body = ast.parse(MODULES[package].read_text(encoding="utf-8")).body
+    assert len(body) == 1 and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant), package
+    assert "\n" not in body[0].value.value.strip(), package
