@@ -8,6 +8,7 @@ import time
 import ray
 
 from council.core.schema import BankItem, JudgeCallRecord, MemberSpec
+from council.grading.budget import Lease
 from council.grading.stop import Stopped
 from council.protocol.config import CouncilConfig, Endpoint, JudgeParams, Limits, VendorSettings
 from council.transport.judge import Judge, JudgeTask
@@ -115,8 +116,8 @@ class ShardActor:
         async def fetch(row_ids: list[str]) -> tuple:
             return await writer.fetch.remote(row_ids)
 
-        async def lease(want_usd: float, spent_usd: float) -> float:
-            return await budget.lease.remote(holder, want_usd, spent_usd)
+        async def lease(want_usd: float, spent_usd: float, reserved_usd: float) -> Lease:
+            return await budget.lease.remote(holder, want_usd, spent_usd, reserved_usd)
 
         pool = LocalPool(config, endpoints, ledger=RayLedger, holder=holder)
         leased = LeasedBudget(config.budget_usd, lease) if budget is not None else None
@@ -169,8 +170,8 @@ class BudgetActor:
 
         self._ledger = BudgetLedger(limit_usd, spent_usd)
 
-    def lease(self, holder: str, want_usd: float, spent_usd: float) -> float:
-        return self._ledger.lease(holder, want_usd, spent_usd)
+    def lease(self, holder: str, want_usd: float, spent_usd: float, reserved_usd: float) -> Lease:
+        return self._ledger.lease(holder, want_usd, spent_usd, reserved_usd)
 
     def spent(self) -> float:
         return self._ledger.spent_usd

@@ -10,7 +10,9 @@ with a larger budget. Spend can pass the limit only by what calls in flight cost
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 from council.core.errors import CouncilError
 
@@ -62,55 +64,74 @@ class Budget:
 
 
 LEASE_SHARE = 0.01  # of the run's limit, asked for at a time by a shard's budget
+STARVED_S = 5.0  # how long a shard with nothing in flight waits for other shards' reservations to settle
+
+
+@dataclass(frozen=True)
+class Lease:
+    granted_usd: float
+    others_reserved_usd: float  # what the other holders last said they had reserved (room that may come back)
 
 
 class BudgetLedger:
     """The budget of a sharded run, in one place (a Ray actor on the head node wraps it). Each shard worker
-    spends from an allowance leased here (:class:`LeasedBudget`) and reports its settled spend with each ask;
-    allowances never add up to more than the limit, so the run cannot pass it by a new call. A shard that
-    cannot get room stops the run (a stop reaches every shard), so it may stop short of the limit by what the
-    other shards still held: at most :data:`LEASE_SHARE` of the limit per shard."""
+    spends from an allowance leased here (:class:`LeasedBudget`). With every ask a holder reports what it has
+    spent and what its calls in flight have reserved, and gives back the rest of its allowance, so allowances
+    never add up to more than the limit and room a holder does not need returns to the others."""
 
     def __init__(self, limit_usd: float, spent_usd: float = 0.0) -> None:
         self.limit_usd = limit_usd
         self.earlier_usd = spent_usd  # spent before this run's shards started (the archive of a resumed run)
-        self._holders: dict[str, tuple[float, float]] = {}  # holder -> (allowance, spent)
+        self._holders: dict[str, tuple[float, float, float]] = {}  # holder -> (allowance, spent, reserved)
 
-    def lease(self, holder: str, want_usd: float, spent_usd: float) -> float:
-        """Up to ``want_usd`` more for ``holder``, which has spent ``spent_usd`` so far; 0 when nothing is left."""
-        allowance, _ = self._holders.get(holder, (0.0, 0.0))
-        self._holders[holder] = (allowance, spent_usd)
+    def lease(self, holder: str, want_usd: float, spent_usd: float, reserved_usd: float = 0.0) -> Lease:
+        """Up to ``want_usd`` more for ``holder`` on top of what it has spent and reserved."""
+        self._holders[holder] = (spent_usd + reserved_usd, spent_usd, reserved_usd)
         grant = max(0.0, min(want_usd, self.limit_usd - self.committed_usd))
-        self._holders[holder] = (allowance + grant, spent_usd)
-        return grant
+        self._holders[holder] = (spent_usd + reserved_usd + grant, spent_usd, reserved_usd)
+        others = sum(r for h, (_, _, r) in self._holders.items() if h != holder)
+        return Lease(grant, others)
 
     @property
     def committed_usd(self) -> float:
-        return self.earlier_usd + sum(max(a, s) for a, s in self._holders.values())
+        return self.earlier_usd + sum(a for a, _, _ in self._holders.values())
 
     @property
     def spent_usd(self) -> float:
-        return self.earlier_usd + sum(s for _, s in self._holders.values())
+        return self.earlier_usd + sum(s for _, s, _ in self._holders.values())
 
 
 class LeasedBudget(Budget):
-    """A shard worker's budget: the same reserve-then-settle rule, bounded by the allowance leased so far from
-    the run's :class:`BudgetLedger` through ``lease(want_usd, spent_usd) -> granted_usd``."""
+    """A shard worker's budget: the same reserve-then-settle rule, bounded by the allowance leased from the run's
+    :class:`BudgetLedger` through ``lease(want_usd, spent_usd, reserved_usd) -> Lease``. With nothing of its own in
+    flight and nothing granted, it waits (up to :data:`STARVED_S`) while other shards hold reservations, since
+    calls usually cost less than reserved; only then is the budget exhausted."""
 
-    def __init__(self, limit_usd: float, lease: Callable[[float, float], Awaitable[float]]) -> None:
+    def __init__(self, limit_usd: float, lease: Callable[[float, float, float], Awaitable[Lease]]) -> None:
         super().__init__(limit_usd)
         self.allowance_usd = 0.0
         self._lease = lease
+        self._starved_since: float | None = None
 
     def _fits(self, projected_usd: float) -> bool:
         return self.spent_usd + self.reserved_usd + projected_usd <= self.allowance_usd
 
     async def _extend(self, projected_usd: float) -> bool:
         want = max(projected_usd, (self.limit_usd or 0.0) * LEASE_SHARE)
-        granted = await self._lease(want, self.spent_usd)
-        self.allowance_usd += granted
-        return granted > 0
+        lease = await self._lease(want, self.spent_usd, self.reserved_usd)
+        self.allowance_usd = self.spent_usd + self.reserved_usd + lease.granted_usd
+        if self._fits(projected_usd):
+            self._starved_since = None
+            return True
+        if self.reserved_usd > 0 or lease.others_reserved_usd <= 0:
+            return False  # wait for this shard's own calls to settle, or nothing can come back: exhausted
+        now = time.monotonic()
+        self._starved_since = self._starved_since or now
+        if now - self._starved_since > STARVED_S:
+            return False
+        await asyncio.sleep(0.05)  # other shards' calls settle and give back what they reserved beyond their cost
+        return True
 
     async def report(self) -> None:
-        """Tell the ledger what was spent (a lease of nothing), at the end of the shard's work."""
-        await self._lease(0.0, self.spent_usd)
+        """Tell the ledger what was spent, giving back what is left (at the end of the shard's work)."""
+        await self._lease(0.0, self.spent_usd, 0.0)

@@ -8,14 +8,14 @@ import random
 
 import pytest
 
-from council.grading.budget import LEASE_SHARE, BudgetExhausted, BudgetLedger, LeasedBudget
+from council.grading.budget import LEASE_SHARE, BudgetExhausted, BudgetLedger, Lease, LeasedBudget
 
 
 def shard_budget(ledger: BudgetLedger, holder: str, leases: list[float]) -> LeasedBudget:
-    async def lease(want_usd: float, spent_usd: float) -> float:
+    async def lease(want_usd: float, spent_usd: float, reserved_usd: float) -> Lease:
         await asyncio.sleep(0.001)  # a round trip to the ledger's actor
-        granted = ledger.lease(holder, want_usd, spent_usd)
-        leases.append(granted)
+        granted = ledger.lease(holder, want_usd, spent_usd, reserved_usd)
+        leases.append(granted.granted_usd)
         return granted
 
     return LeasedBudget(ledger.limit_usd, lease)
@@ -53,7 +53,7 @@ async def test_shards_together_stay_within_the_limit_and_use_most_of_it(seed):
     spent = sum(b.spent_usd for b in shards)
     assert all(c > 10 for c in calls)  # every shard did work
     assert ledger.spent_usd == pytest.approx(earlier + spent)
-    assert earlier + sum(b.allowance_usd for b in shards) <= limit + 1e-9  # allowances never pass the limit
+    assert ledger.committed_usd <= limit + 1e-9  # allowances never pass the limit
     assert earlier + spent <= limit + 1e-9
     # A shard stops when it cannot get room; what the others still held is at most a lease each.
     assert earlier + spent >= limit - 3 * (LEASE_SHARE * limit + 0.01)
@@ -66,3 +66,24 @@ async def test_nothing_left_is_exhausted_at_once():
     with pytest.raises(BudgetExhausted):
         await budget.reserve(0.001)
     assert budget.exhausted and budget.spent_usd == 0.0
+
+
+async def test_a_starved_shard_waits_for_what_others_reserved():
+    """Shard A reserves much more than its calls cost; shard B, with nothing in flight, finds no room at first and
+    must not stop the run: A's calls settle, their unused reservations come back, and B goes on."""
+    ledger = BudgetLedger(1.0)
+    a, b = shard_budget(ledger, "a", []), shard_budget(ledger, "b", [])
+    for _ in range(9):
+        await a.reserve(0.1)  # A holds 0.9 in reservations
+    await a._lease(0.0, a.spent_usd, a.reserved_usd)  # and says so to the ledger
+
+    async def settle_a() -> None:
+        await asyncio.sleep(0.3)
+        for _ in range(9):
+            await a.settle(0.1, 0.01)  # each call cost a tenth of its reservation
+        await a.report()
+
+    settling = asyncio.create_task(settle_a())
+    await b.reserve(0.5)  # waits, then fits once A gives its reservations back
+    await settling
+    assert not b.exhausted and ledger.committed_usd <= 1.0 + 1e-9
