@@ -38,6 +38,21 @@ from ._deliberation import (
 from ._herding import classify_flips, herding_summary, weak_majority_lift
 from ._scores import accuracy_against, group_scores, member_accuracy
 from ._paired import paired_agreement, wilson_interval
+from ._scales import (
+    ICC,
+    ScoreConsensus,
+    ScoreImpact,
+    ScoreLift,
+    bootstrap_rubric,
+    icc2,
+    krippendorff_alpha_interval,
+    krippendorff_alpha_ordinal,
+    normalised_scores,
+    quadratic_kappa_pairs,
+    score_agreement_lift,
+    score_consensus,
+    score_deliberation_impact,
+)
 from ._selfpref import self_preference
 from ._sensitivity import kendall_tau_b, rule_scores, sensitivity_summary
 from ._truth import council_versus_members, effective_judges, error_correlation, kappa_against, truth_summary
@@ -94,4 +109,17 @@ __all__ = [
     "truth_summary",
     "unanimity_lift",
     "weak_majority_lift",
+    "ICC",
+    "ScoreConsensus",
+    "ScoreImpact",
+    "ScoreLift",
+    "bootstrap_rubric",
+    "icc2",
+    "krippendorff_alpha_interval",
+    "krippendorff_alpha_ordinal",
+    "normalised_scores",
+    "quadratic_kappa_pairs",
+    "score_agreement_lift",
+    "score_consensus",
+    "score_deliberation_impact",
 ]

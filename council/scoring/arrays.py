@@ -17,14 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import orjson
 
 import aggregator as agg
-from council.core.errors import RunFolderError
 from council.core.schema import MemberSpec
 from council.protocol.anonymise import self_identifies
 from council.protocol.panels import panel
-from council.store import archive
+from council.store.runfolder import iter_json
 
 CODE = {"correct": agg.CORRECT, "incorrect": agg.INCORRECT}
 
@@ -135,7 +133,7 @@ def build(folder: Path, roster: list[MemberSpec], self_exclusion: bool, probe_by
     votes = np.full((n, len(members), 2), agg.MISSING, dtype=np.int8)
     answered = np.zeros((n, len(members), 2), dtype=bool)
     for round_ in (1, 2):
-        for rec in _stream(folder / f"round{round_}.jsonl", torn_ok=True):
+        for rec in _stream(folder / f"round{round_}.jsonl", missing_ok=True):
             counters.add(rec)
             i, j = row_index.get(rec["row_id"]), member_index.get(rec["member"])
             if i is not None and j is not None and eligible[i, j]:  # a later record supersedes an earlier
@@ -143,13 +141,13 @@ def build(folder: Path, roster: list[MemberSpec], self_exclusion: bool, probe_by
                 answered[i, j, round_ - 1] = rec.get("parse_status") != "error"
     graded = (answered | ~eligible[:, :, None]).all(axis=(1, 2))
     shadow = np.full(n, agg.MISSING, dtype=np.int8)
-    for rec in _stream(folder / "shadow.jsonl", torn_ok=True, missing_ok=True):
+    for rec in _stream(folder / "shadow.jsonl", missing_ok=True):
         counters.cost_usd += rec.get("cost_usd") or 0.0
         i = row_index.get(rec["row_id"])
         if i is not None:
             shadow[i] = CODE.get(rec.get("verdict"), agg.MISSING)
     audit = []
-    for rec in _stream(folder / "audit.jsonl", torn_ok=True, missing_ok=True):
+    for rec in _stream(folder / "audit.jsonl", missing_ok=True):
         counters.cost_usd += rec.get("cost_usd") or 0.0
         i, j = row_index.get(rec["row_id"]), member_index.get(rec["member"])
         if i is not None and j is not None:
@@ -168,18 +166,6 @@ def build(folder: Path, roster: list[MemberSpec], self_exclusion: bool, probe_by
     )
 
 
-def _stream(path: Path, *, torn_ok: bool = False, missing_ok: bool = False):  # noqa: ANN202 - a generator
-    """Parsed JSON lines of ``path`` (plain or compressed); a torn last line is skipped where ``torn_ok``."""
-    if not archive.exists(path):
-        if missing_ok or torn_ok:
-            return
-        raise RunFolderError(f"{path}: file not found")
-    for number, line in enumerate(archive.iter_lines(path), start=1):
-        if not line.strip():
-            continue
-        try:
-            yield orjson.loads(line)
-        except orjson.JSONDecodeError as exc:
-            if torn_ok and not line.endswith(b"\n"):
-                return  # a crash mid-write: the last line is torn
-            raise RunFolderError(f"{path}:{number}: {exc}") from exc
+def _stream(path: Path, *, missing_ok: bool = False):  # noqa: ANN202 - a generator
+    """Parsed JSON lines of ``path`` (plain or compressed; a torn last line left out)."""
+    return (obj for _, obj in iter_json(path, missing_ok=missing_ok))

@@ -345,6 +345,16 @@ def read_jsonl(path: Path, model: type[M], *, missing_ok: bool = False, context:
 
 def iter_jsonl(path: Path, model: type[M], *, missing_ok: bool = False, context: dict | None = None) -> Iterator[M]:
     """:func:`read_jsonl` one record at a time, without reading the whole file."""
+    for number, obj in iter_json(path, missing_ok=missing_ok):
+        try:
+            yield model.model_validate(obj, context=context)
+        except ValidationError as exc:
+            raise RunFolderError(f"{path}:{number}: {type(exc).__name__}: {str(exc).splitlines()[0]}") from exc
+
+
+def iter_json(path: Path, *, missing_ok: bool = False) -> Iterator[tuple[int, Any]]:
+    """(line number, parsed JSON) of each line of a JSONL file, plain or compressed. A torn last line (a crash
+    mid-write) is left out; any other bad line is an error."""
     if not archive.exists(path):
         if missing_ok:
             return
@@ -353,8 +363,8 @@ def iter_jsonl(path: Path, model: type[M], *, missing_ok: bool = False, context:
         if not line.strip():
             continue
         try:
-            yield model.model_validate(orjson.loads(line), context=context)
-        except (orjson.JSONDecodeError, ValidationError) as exc:
+            yield number, orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
             if not line.endswith(b"\n"):  # the torn last line of a crash mid-write
                 return
             raise RunFolderError(f"{path}:{number}: {type(exc).__name__}: {str(exc).splitlines()[0]}") from exc
