@@ -289,6 +289,8 @@ def _grade(args: argparse.Namespace) -> int:
             console.print(f"[yellow]skipped:[/yellow] {escape(problem)}", highlight=False, soft_wrap=True)
         if len(result.problems) > 20:
             console.print(f"[yellow]... and {len(result.problems) - 20} more problems[/yellow]")
+        console.print(f"imported {len(result.rows)} rows from {escape(str(args.responses))} ({args.format}; bank ids: "
+                      f"{escape(result.ids)})", highlight=False, soft_wrap=True)
         imported, skipped = result.rows, result.problems
     if resume is None:
         if _models(args) and Path(args.responses) != bank.SAMPLE_RESPONSES:

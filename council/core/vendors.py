@@ -18,8 +18,12 @@ A bare name of no known family resolves to ``None`` (and :func:`vendor_of` raise
 rather than guessing, because self-exclusion needs the vendor.
 
 Normalisation (:func:`normalize_model_id`) strips what the tools put around a model id without naming its
-maker: hosting and routing prefixes (``openrouter/``, ``together/``, ``hf/``, ``vllm/``, ``ollama/``,
-``bedrock/``, ``azure/``, ``vertex_ai/``, ...; any third path level, as in ``cf/meta/llama-3.1-8b``),
+maker, so a routed id is the same model as the id without its route: hosting and routing prefixes
+(``openrouter/``, ``together/``, ``hf/``, ``groq/``, ``vllm/``, ``ollama/``, ``bedrock/``, ``azure/``,
+``vertex/``, ...; ``openrouter/anthropic/claude-3.5-sonnet`` is ``anthropic/claude-3.5-sonnet``), the service
+in inspect_ai's ``<provider>/<service>/<model>`` ids (``openai/azure/gpt-4o`` is ``openai/gpt-4o``,
+``anthropic/bedrock/...`` and ``google/vertex/...`` keep their provider), any third path level (the
+``openai/`` in ``openai/meta-llama/llama-3.1-8b``, the ``cf/`` in ``cf/meta/llama-3.1-8b``),
 Fireworks' ``accounts/<account>/models/`` and Google's ``models/`` and ``publishers/<org>/models/``
 paths, lm-evaluation-harness ``model_args`` strings (``pretrained=org/name,dtype=bfloat16``), local
 checkpoint paths (only the last path part is kept), OpenAI fine-tune ids (``ft:gpt-4o-mini:org::id``) and
@@ -231,6 +235,8 @@ def normalize_model_id(model_id: str) -> str:
         parts = parts[3:]
     while len(parts) > 1 and (parts[0] in ROUTING_PREFIXES or parts[0] == "models"):
         parts = parts[1:]
+    if len(parts) > 2 and parts[1] in ROUTING_PREFIXES and _NOT_ALNUM.sub("", parts[0]) in _ALIASES:
+        del parts[1]  # inspect's <provider>/<service>/<model>: "openai/azure/gpt-4o", "google/vertex/..."
     while len(parts) > 2:  # a third level is a route in front of org/model
         parts = parts[1:]
     return "/".join(parts)

@@ -1,31 +1,28 @@
-"""What every importer shares: reading the file, turning candidates into rows, reporting the rest.
+"""What every importer shares: turning candidates into rows, and reporting the rest.
 
 A format module reads its file and yields :class:`Candidate` records, each with its location in the file
 (a line number, or a JSON path such as ``samples[3]``) and the ResponseRow fields it could find, plus the
-problems it already saw. :func:`collect` then applies the ``model`` override, resolves the vendor,
-validates the row against the wire schema, checks the item against the bank and drops duplicates. Every
-record that does not become a row is reported as ``"{file}:{location}: {field}: {problem}"`` and counted
-in ``skipped``; the good ones are kept.
+problems it already saw. :func:`collect` then finds the bank id (``council.importers._ids``), applies the
+``model`` override, resolves the vendor, validates the row against the wire schema, checks the item against
+the bank and drops duplicates. Every record that does not become a row is reported as
+``"{file}:{location}: {field}: {problem}"`` and counted in ``skipped``; the good ones are kept. When most
+records name no bank item, one more ``"{file}: ..."`` problem says how to map them. Reading files is
+``council.importers._read``.
 """
 
 from __future__ import annotations
 
-import gzip
-import zlib
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
 from pydantic import ValidationError
 
-from bank._loader import _json_type, _loc, _message, json_lines, utf8_problem
+from bank._loader import _json_type, _loc, _message
 from council.core.errors import VendorConflictError
 from council.core.schema import BankItem, ResponseRow
 from council.core.vendors import row_vendor
-
-_BOM = b"\xef\xbb\xbf"
-_GZIP_MAGIC = b"\x1f\x8b"
+from council.importers._ids import HINT, IdPolicy, IdResolver
 
 
 @dataclass(frozen=True)
@@ -36,6 +33,7 @@ class ImportResult:
     rows: list[ResponseRow]
     problems: list[str]
     skipped: int
+    ids: str = ""  # how the bank ids were found (the format's own id, --id-field, --id-map or --match-prompt)
 
 
 @dataclass
@@ -47,6 +45,12 @@ class Candidate:
     an error when it contradicts the model's vendor). ``variant`` marks a record that legitimately repeats
     another one (lm-evaluation-harness writes a sample once per filter): a repeat with a different variant
     and the same response is folded into the first silently instead of being reported as a duplicate.
+
+    For finding the bank id (``council.importers._ids``): the reader puts the record's own id in
+    ``fields["item_id"]`` (or leaves it out and says why in ``id_issue``), the raw ``record`` for
+    ``--id-field``, and the record's input texts in ``prompts`` for ``--match-prompt`` (None: the format holds
+    no prompt; ``prompt_field`` names where they came from). ``epoch`` (one of several epochs) makes the row id
+    ``{item_id}::{model}#e{epoch}``.
     """
 
     loc: str
@@ -55,6 +59,13 @@ class Candidate:
     vendor_hint: str | None = None
     variant: str | None = None
     dup_field: str = "item_id"
+    record: Any = None
+    prompts: list[str] | None = None
+    prompt_field: str = "input"
+    id_issue: tuple[str, str] | None = None
+    epoch: int | None = None
+    unmapped: bool = False  # an id map is in use and does not name this record's id
+    remapped: bool = False  # the id map or the prompt gave this record's bank id
 
     def issue(self, field_name: str, message: str) -> Candidate:
         self.issues.append((field_name, message))
@@ -68,88 +79,6 @@ def problem(name: str, loc: str, field_name: str, message: str) -> str:
 def where(loc: str) -> str:
     """How a location reads inside a sentence: ``line 3`` or ``samples[3]``."""
     return f"line {loc}" if loc.isdigit() else loc
-
-
-def read_bytes(name: str, problems: list[str]) -> bytes | None:
-    """The file's bytes (gunzipped, without a UTF-8 BOM), or None with a file-level problem appended."""
-    try:
-        with open(name, "rb") as handle:
-            data = handle.read()
-    except FileNotFoundError:
-        problems.append(f"{name}: file not found")
-        return None
-    except IsADirectoryError:
-        problems.append(f"{name}: is a directory, not a file")
-        return None
-    except OSError as exc:
-        problems.append(f"{name}: cannot read file: {exc.strerror or exc}")
-        return None
-    if data.startswith(_GZIP_MAGIC):
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error):
-            problems.append(f"{name}: not a readable gzip file (corrupt or truncated)")
-            return None
-    if data.startswith(_BOM):
-        data = data[len(_BOM):]
-    return data
-
-
-NOTHING = object()  # what json_document gives for a file with no JSON value
-
-
-def json_document(name: str, data: bytes, problems: list[str]) -> Any:
-    """The one JSON value of a file, or ``NOTHING`` with the problem recorded (empty or invalid; invalid UTF-8
-    as ``file:line: -: invalid UTF-8 at byte N of the line``)."""
-    if not data.strip():
-        problems.append(f"{name}: empty file (no records)")
-        return NOTHING
-    value, error = parse_document(data)
-    if error is not None:
-        problems.append(f"{name}:{error[0]}: -: {error[1]}" if error[0] else f"{name}: {error[1]}")
-        return NOTHING
-    return value
-
-
-def parse_document(data: bytes, *, line: bool = True) -> tuple[Any, tuple[int | None, str] | None]:
-    """(value, None), or (None, (line or None, problem)) for bytes that are not one JSON document (``line``:
-    whether an invalid JSON problem names the line as well as the column)."""
-    try:
-        return orjson.loads(data), None
-    except orjson.JSONDecodeError as exc:
-        bad = utf8_problem(data)
-        if bad is not None:
-            return None, bad
-        where = f"line {exc.lineno}, column {exc.colno}" if line else f"column {exc.colno}"
-        return None, (None, f"invalid JSON ({exc.msg} at {where})")
-
-
-def document_issue(data: bytes, *, line: bool = True) -> tuple[Any, str | None]:
-    """(value, None), or (None, problem) for a JSON document inside a container (an archive entry, a file of
-    a folder), whose location is not a line: the line is named in the problem."""
-    value, error = parse_document(data, line=line)
-    if error is None:
-        return value, None
-    lineno, message = error
-    if lineno is None:
-        return None, message
-    return None, message.replace("of the line", f"of line {lineno}")
-
-
-def jsonl_candidates(name: str, problems: list[str], make: Callable[[str, dict[str, Any]], Candidate]
-                     ) -> Iterator[Candidate]:
-    """A candidate per line of a JSONL file: ``make(line, object)``, or the line's problem."""
-    data = read_bytes(name, problems)
-    if data is None:
-        return
-    for lineno, obj, error in json_lines(name, data, problems):
-        loc = str(lineno)
-        if error is not None:
-            yield Candidate(loc).issue("-", error)
-        elif not isinstance(obj, dict):
-            yield not_an_object(loc, obj)
-        else:
-            yield make(loc, obj)
 
 
 def not_an_object(loc: str, value: Any) -> Candidate:
@@ -169,6 +98,27 @@ def text_of(value: Any) -> str | None:
         ]
         return "\n".join(texts) if texts else None
     return None
+
+
+def prompt_texts(value: Any) -> list[str]:
+    """The texts a record's input may be matched by: a string itself; for a list of chat messages, its user
+    messages' texts joined by newlines, and the last one alone (a list of no user message, such as the single
+    system message OpenAI evals makes of a plain prompt: all its messages' texts)."""
+    if isinstance(value, str):
+        return [value]
+    if not isinstance(value, list):
+        return []
+    messages = [m for m in value if isinstance(m, dict)]
+    users = [text_of(m.get("content")) for m in messages if m.get("role", "user") == "user"]
+    texts = [t for t in users if t] or [t for t in (text_of(m.get("content")) for m in messages) if t]
+    return list(dict.fromkeys(["\n".join(texts), texts[-1]])) if texts else []
+
+
+def scalar_id(value: Any) -> str | None:
+    """A record id as a string: a non-blank string or an integer (not a boolean), else None."""
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        return None
+    return str(value).strip() or None
 
 
 def dig(obj: Any, *path: str | int) -> Any:
@@ -195,35 +145,52 @@ def collect(
     vendor_map: Mapping[str, str] | None,
     model: str | None,
     problems: list[str],
+    ids: IdPolicy | None = None,
+    default_ids: str = "the record's own id",
 ) -> ImportResult:
     """Rows from ``candidates``; every other record reported in ``problems`` and counted as skipped."""
     known = None if items is None else {item.id for item in items}
+    resolver = IdResolver(ids or IdPolicy(), items)
     rows: list[ResponseRow] = []
-    first: dict[str, tuple[str, Candidate, str]] = {}
+    first: dict[str, str] = {}  # row id -> location of its row
+    answered: dict[str, tuple[str | None, str]] = {}  # row id -> (variant, response) first seen
     skipped = 0
+    unknown: list[str] = []
+    remapped = 0
     for cand in candidates:
-        issues = list(cand.issues)
+        issues = [*resolver.resolve(cand), *cand.issues]
         row: ResponseRow | None = None
         if not issues:
             row, issues = _validate(cand, vendor_map, model)
+        if row is not None:
+            prior = answered.setdefault(row.row_id, (cand.variant, row.response))
+            if cand.variant is not None and cand.variant != prior[0] and row.response == prior[1]:
+                continue  # the same answer logged again under another filter
+        remapped += cand.remapped
         if row is not None and known is not None and row.item_id not in known:
-            issues.append(("item_id", f"unknown item {row.item_id!r}"))
+            either = " (nor in the id map)" if cand.unmapped else ""
+            issues.append(("item_id", f"unknown item {row.item_id!r}{either}"))
+            unknown.append(row.item_id)
         if issues or row is None:
             problems.extend(problem(name, cand.loc, f, m) for f, m in issues)
             skipped += 1
             continue
         seen = first.get(row.row_id)
         if seen is not None:
-            loc, prior, response = seen
-            if cand.variant is not None and cand.variant != prior.variant and row.response == response:
-                continue  # the same answer logged again under another filter
-            problems.append(problem(name, cand.loc, cand.dup_field,
-                                    f"duplicate of {where(loc)} (same item {row.item_id!r} and model {row.model!r})"))
+            same = (f"same item {row.item_id!r} and model {row.model!r}" if cand.epoch is None
+                    else f"same item {row.item_id!r}, model {row.model!r} and epoch {cand.epoch}")
+            problems.append(problem(name, cand.loc, cand.dup_field, f"duplicate of {where(seen)} ({same})"))
             skipped += 1
             continue
-        first[row.row_id] = (cand.loc, cand, row.response)
+        first[row.row_id] = cand.loc
         rows.append(row)
-    return ImportResult(rows=rows, problems=problems, skipped=skipped)
+    records = len(rows) + skipped
+    if unknown and 2 * len(unknown) > records:
+        examples = ", ".join(map(repr, list(dict.fromkeys(unknown))[:3]))
+        problems.append(f"{name}: {len(unknown)} of {records} records name no bank item (ids such as {examples}); "
+                        + HINT)
+    ids_used = resolver.describe(default_ids, records, remapped)
+    return ImportResult(rows=rows, problems=problems, skipped=skipped, ids=ids_used)
 
 
 def _validate(
@@ -235,6 +202,8 @@ def _validate(
     model_id = data.get("model")
     if isinstance(model_id, str) and model_id.strip():
         data["model"] = model_id = model_id.strip()
+        if cand.epoch is not None and isinstance(data.get("item_id"), str) and not data.get("row_id"):
+            data["row_id"] = f"{data['item_id']}::{model_id}#e{cand.epoch}"
         try:
             data["vendor"] = row_vendor(model_id, non_blank(cand.vendor_hint), vendor_map)
         except ValueError as exc:

@@ -5,18 +5,22 @@ field (``file:line: field: problem``), unknown fields included. Unlike ``bank.lo
 lines are kept. The vendor is decided as everywhere (``council.core.vendors.row_vendor``: the vendor map first,
 then the model id; the row's own ``vendor`` is canonicalised and must agree with the id, and is used alone
 only for an id of no known vendor); duplicates are by ``row_id`` (which defaults to ``item_id::model``).
+``--id-map`` maps ``item_id``; the rows hold no prompt, so ``--match-prompt`` does not apply.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from council.importers._core import Candidate, jsonl_candidates
+from council.importers._core import Candidate
+from council.importers._read import jsonl_candidates
+
+ID_SOURCE = "item_id"
 
 
 def read(name: str, *, model: str | None, problems: list[str]) -> Iterator[Candidate]:
     def make(loc: str, obj: dict) -> Candidate:
         hint = obj.get("vendor") if isinstance(obj.get("vendor"), str) else None
-        return Candidate(loc, fields=dict(obj), vendor_hint=hint, dup_field="row_id")
+        return Candidate(loc, fields=dict(obj), vendor_hint=hint, dup_field="row_id", record=obj)
 
     yield from jsonl_candidates(name, problems, make)

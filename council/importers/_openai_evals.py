@@ -1,15 +1,19 @@
 """OpenAI evals (``oaieval``) local recorder logs: JSONL written by ``evals.record.LocalRecorder``.
 
-The first line is ``{"spec": RunSpec}``; then one line per event with ``run_id``, ``event_id``,
-``sample_id``, ``type``, ``data``, ``created_by``, ``created_at``; the last line may be
-``{"final_report": ...}``.
+The first line is ``{"spec": RunSpec}`` (``LocalRecorder.__init__``); then one line per ``Event``
+(``LocalRecorder._flush_events_internal``) with ``run_id``, ``event_id``, ``sample_id``, ``type``, ``data``,
+``created_by``, ``created_at``; ``{"final_report": ...}`` (``record_final_report``) may come before the
+last events, which are flushed in batches. Lines are ``evals.data.jsondumps`` (``json.dumps``), so a
+metric may be ``NaN``, which is read as such.
 
 - only ``type == "sampling"`` events are read (``data.prompt``, ``data.sampled``); ``match``, ``metrics``
   and the other event types are ignored;
 - ``response``: ``data.sampled``, a string or a list of strings (the first one is taken);
 - ``item_id``: ``data.item_id`` (extra fields given to ``record_sampling`` land in ``data``), else
-  ``data.id``, else ``sample_id``. The recorder's own sample ids look like ``<eval>.<split>.<n>``, so a
-  bank item is found only when the eval recorded its id or used bank ids as sample ids;
+  ``data.id``, else ``sample_id``. The recorder's own sample ids are ``<base_eval>.<split>.<index>``
+  (``Eval.eval_all_samples`` in ``evals/eval.py``, e.g. ``capitals.dev.0``), so a bank item is found only
+  when the eval recorded its id or used bank ids as sample ids, or through ``--id-map``, ``--id-field``
+  or ``--match-prompt`` (matched against ``data.prompt``: a string, or the user messages of a chat prompt);
 - ``model``: the ``model=`` override, else ``spec.completion_fns[0]`` (older logs: ``spec.model_name`` or
   ``spec.model_names.completions[0]``). Every completion call is recorded as a sampling event, so a
   model-graded eval also logs its grader's calls under the same sample id: the first sampling event of a
@@ -24,15 +28,17 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from bank._loader import json_lines
-from council.importers._core import Candidate, dig, non_blank, not_an_object, read_bytes
+from council.importers._core import Candidate, dig, non_blank, not_an_object, prompt_texts, scalar_id
+from council.importers._read import lenient_lines, read_bytes
+
+ID_SOURCE = "data.item_id, else data.id, else sample_id"
 
 
 def read(name: str, *, model: str | None, problems: list[str]) -> Iterator[Candidate]:
     data = read_bytes(name, problems)
     if data is None:
         return
-    lines = list(json_lines(name, data, problems))
+    lines = list(lenient_lines(name, data, problems))
     spec = next((obj["spec"] for _, obj, _ in lines if isinstance(obj, dict) and isinstance(obj.get("spec"), dict)),
                 None)
     model_id = model or _model(spec)
@@ -60,18 +66,14 @@ def _model(spec: dict[str, Any] | None) -> str | None:
 
 
 def _candidate(loc: str, event: dict[str, Any], model_id: str) -> Candidate:
-    cand = Candidate(loc, fields={"model": model_id})
+    cand = Candidate(loc, fields={"model": model_id}, record=event, prompt_field="data.prompt")
     data = event.get("data")
     if not isinstance(data, dict):
         return cand.issue("data", "missing (a sampling event needs data.sampled)")
-    sample_id = event.get("sample_id")
-    if isinstance(sample_id, bool) or not isinstance(sample_id, (str, int)):
-        sample_id = None
-    item_id = non_blank(data.get("item_id")) or non_blank(data.get("id")) or non_blank(
-        None if sample_id is None else str(sample_id))
-    if not item_id:
-        cand.issue("sample_id", "missing (and data carries no item_id)")
-    else:
+    cand.id_issue = ("sample_id", "missing (and data carries no item_id)")
+    cand.prompts = prompt_texts(data.get("prompt"))
+    item_id = non_blank(data.get("item_id")) or non_blank(data.get("id")) or scalar_id(event.get("sample_id"))
+    if item_id:
         cand.fields["item_id"] = item_id
     sampled = data.get("sampled")
     text = sampled if isinstance(sampled, str) else dig(sampled, 0)

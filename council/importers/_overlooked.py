@@ -6,15 +6,19 @@ item's: ``item_id``, ``category``, ``model_id`` (a gateway id such as ``anthropi
 ``model_key``, ``provider`` (the owning lab), ``text`` (the response), ``ok``, ``error``,
 ``finish_reason``, ``prompt_tokens``, ``completion_tokens``, ``cost_usd``, ``latency_s``, ``attempts``,
 ``request_params``, ``request_fingerprint``, ``timestamp_utc``, ``item_content_hash``, ``harness_version``,
-``methodology_version``. This shape was taken from the project's published run folders and harness.
+``methodology_version``. This shape was taken from the project's published run folders
+(``data/runs/<date>/raw/...``) and harness (``raw_path``, ``write_json`` and ``usable_raw`` in
+``harness/run_eval.py``: ``json.dump`` with ``indent=2``, ``sort_keys``, so ``NaN`` is read as such).
 
 Accepted inputs: a run folder (its ``raw/`` tree is read) or any folder of such ``.json`` files, reported by
 their path relative to the folder; one ``.json`` file (an object, location ``$``, or an array, location
 ``[i]``); or JSONL with one record per line (location: the line number). A record is mapped as:
 
-- ``item_id`` -> ``item_id``; ``model_id`` (else ``model``) -> ``model``; ``provider`` is the record's stated
-  vendor (``moonshotai`` -> ``moonshot`` as in ``council.core.vendors``): it must agree with the model id's vendor
-  and decides alone only for an id of no known vendor (the vendor map wins over both);
+- ``item_id`` -> ``item_id`` (``--id-field`` and ``--id-map`` apply; the records hold no prompt, so
+  ``--match-prompt`` reads a ``prompt`` field only when one is there); ``model_id`` (else ``model``) ->
+  ``model``; ``provider`` is the record's stated vendor (``moonshotai`` -> ``moonshot`` as in
+  ``council.core.vendors``): it must agree with the model id's vendor and decides alone only for an id of no
+  known vendor (the vendor map wins over both);
 - ``text`` (else ``response``, ``raw_response`` or an OpenAI-style ``choices[0].message.content``) ->
   ``response``;
 - ``stated_confidence`` (else ``confidence``) -> ``confidence`` and ``abstained`` -> ``abstained``, when
@@ -30,10 +34,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from bank._loader import json_lines
-from council.importers._core import (
-    NOTHING, Candidate, dig, document_issue, json_document, non_blank, not_an_object, read_bytes, text_of,
-)
+from council.importers._core import Candidate, dig, non_blank, not_an_object, prompt_texts, text_of
+from council.importers._read import NOTHING, document_issue, json_document, lenient_lines, read_bytes
+
+ID_SOURCE = "item_id"
 
 _TEXT_KEYS = ("text", "response", "raw_response")
 _BOM = b"\xef\xbb\xbf"
@@ -56,7 +60,7 @@ def read(name: str, *, model: str | None, problems: list[str]) -> Iterator[Candi
         else:
             yield _candidate("$", doc)
         return
-    for lineno, obj, error in json_lines(name, data, problems):
+    for lineno, obj, error in lenient_lines(name, data, problems):
         yield Candidate(str(lineno)).issue("-", error) if error is not None else _candidate(str(lineno), obj)
 
 
@@ -92,7 +96,8 @@ def _candidate(loc: str, record: Any) -> Candidate:
         if key is not None:
             fields[target] = record[key]
     hint = record.get("provider") if isinstance(record.get("provider"), str) else None
-    cand = Candidate(loc, fields=fields, vendor_hint=hint)
+    prompts = prompt_texts(record["prompt"]) if "prompt" in record else None
+    cand = Candidate(loc, fields=fields, vendor_hint=hint, record=record, prompts=prompts, prompt_field="prompt")
     if record.get("ok") is False:
         error = non_blank(record.get("error")) or "no error recorded"
         return cand.issue("ok", f"the model call failed: {error[:200]}")
