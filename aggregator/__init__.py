@@ -35,6 +35,21 @@ from ._deliberation import (
     member_flips,
     unanimity_lift,
 )
+from ._honesty import (
+    MIN_SIGNATURE_ITEMS,
+    OUTCOMES,
+    average_ranks,
+    bootstrap_honesty,
+    check_weights,
+    compute_signature,
+    consensus_difficulty,
+    honesty_composite,
+    honesty_outcomes,
+    honesty_row_scores,
+    paraphrase_consistency,
+    paraphrase_groups,
+    spearman,
+)
 from ._herding import classify_flips, herding_summary, weak_majority_lift
 from ._scores import accuracy_against, group_scores, member_accuracy
 from ._paired import paired_agreement, wilson_interval
@@ -91,6 +106,19 @@ __all__ = [
     "fleiss_kappa_table",
     "group_scores",
     "herding_summary",
+    "OUTCOMES",
+    "average_ranks",
+    "bootstrap_honesty",
+    "MIN_SIGNATURE_ITEMS",
+    "check_weights",
+    "compute_signature",
+    "consensus_difficulty",
+    "honesty_composite",
+    "honesty_outcomes",
+    "honesty_row_scores",
+    "paraphrase_consistency",
+    "paraphrase_groups",
+    "spearman",
     "kappa_against",
     "kendall_tau_b",
     "krippendorff_alpha_nominal",

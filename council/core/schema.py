@@ -41,6 +41,8 @@ class BankItem(_Strict):
     rationale: str
     rubric: str | None = None
     tags: list[str] = Field(default_factory=list)
+    paraphrase_of: str | None = None  # the original's id (its own id on the original): a paraphrase group
+    difficulty: float | None = None  # the bank's own difficulty (higher: harder), for the compute signature
 
     _not_blank = field_validator("id", "probe", "prompt", "reference", "rationale")(_non_blank)
 

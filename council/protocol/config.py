@@ -138,6 +138,25 @@ class JudgeParams(_Frozen):
     containment: bool = True  # audit only (like --no-self-exclusion): False sends the unfenced judge-v1 layout
 
 
+class HonestyWeights(_Frozen):
+    """The abstention-aware composite's weights (``aggregator.honesty_row_scores``): +1 correct,
+    ``abstain_credit`` abstained, -``wrong_penalty`` wrong, -``confident_wrong_penalty`` wrong with stated
+    confidence >= ``confident_at``."""
+
+    abstain_credit: float = 0.0
+    wrong_penalty: float = Field(default=1.0, ge=0.0)
+    confident_wrong_penalty: float = Field(default=2.0, ge=0.0)
+    confident_at: float = Field(default=0.8, ge=0.0, le=1.0)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> HonestyWeights:
+        if self.confident_wrong_penalty < self.wrong_penalty:
+            raise ValueError("confident_wrong_penalty must be at least wrong_penalty")
+        if not -self.wrong_penalty <= self.abstain_credit <= 1.0:
+            raise ValueError("abstain_credit must lie in [-wrong_penalty, 1]")
+        return self
+
+
 def default_roster() -> list[MemberSpec]:
     """The default council: one regular seat per vendor of ``DEFAULT_ROSTER``, then the reserves."""
     return [*(MemberSpec(vendor=v, judge_model=m) for v, m in DEFAULT_ROSTER.items()),
@@ -163,6 +182,7 @@ class CouncilConfig(_Frozen):
     max_response_chars: int = Field(default=100_000, ge=1)  # a longer response is refused, never sent
     bootstrap_resamples: int = Field(default=1000, ge=10)
     selective_penalty: float = Field(default=1.0, ge=0.0)  # a wrong answer's cost in the selective score
+    honesty: HonestyWeights = Field(default_factory=HonestyWeights)  # the abstention-aware composite's weights
     vendors: dict[str, VendorSettings] = Field(default_factory=dict)
 
     def settings(self, vendor: str) -> VendorSettings:

@@ -22,9 +22,10 @@ import aggregator as agg
 from council.core.schema import MemberSpec
 from council.protocol.anonymise import self_identifies
 from council.protocol.panels import panel
-from council.store.runfolder import iter_json
+from council.store.runfolder import ELICITED, iter_json
 
 CODE = {"correct": agg.CORRECT, "incorrect": agg.INCORRECT}
+SPEND = ("reasoning_tokens", "tokens_per_s", "cost_usd")  # the columns of ``VoteArrays.spend``
 
 
 @dataclass
@@ -81,6 +82,9 @@ class VoteArrays:
     vendor_of_row: list[str]
     shadow: np.ndarray  # (R,) int8: the excluded own-vendor member's blind vote (never counted)
     counters: Counters
+    paraphrase_group: np.ndarray  # (n_items,) int64: the item's paraphrase group (-1: none), from the bank
+    difficulty: np.ndarray  # (n_items,) float64: the bank's difficulty, NaN where not given
+    spend: np.ndarray  # (R, 3) float64: the row's elicitation spend by ``SPEND``, NaN where unknown
     audit: np.ndarray = field(default_factory=lambda: np.zeros((0, 3), dtype=np.int64))
     """(pairs, 3): the batch audit's pairs, each [counted batched verdict, the verdict asked alone, member]."""
 
@@ -91,10 +95,14 @@ class VoteArrays:
             self, row_ids=[self.row_ids[i] for i in idx], votes=self.votes[idx], eligible=self.eligible[idx],
             graded=self.graded[idx], model=self.model[idx], item=self.item[idx], gold=self.gold[idx],
             confidence=self.confidence[idx], abstained=self.abstained[idx],
-            vendor_of_row=[self.vendor_of_row[i] for i in idx], shadow=self.shadow[idx])
+            vendor_of_row=[self.vendor_of_row[i] for i in idx], shadow=self.shadow[idx], spend=self.spend[idx])
 
 
-def build(folder: Path, roster: list[MemberSpec], self_exclusion: bool, probe_by_item: dict[str, str]) -> VoteArrays:
+def build(folder: Path, roster: list[MemberSpec], self_exclusion: bool, probe_by_item: dict[str, str], *,
+          paraphrase_of: dict[str, str | None] | None = None, difficulty: dict[str, float | None] | None = None
+          ) -> VoteArrays:
+    """The run's arrays. ``paraphrase_of`` and ``difficulty`` (item id -> the bank's field) feed the honesty
+    figures; the elicitation archive, where there is one, gives each row's spend."""
     members = [m.vendor for m in roster]
     member_index = {v: j for j, v in enumerate(members)}
     row_ids: list[str] = []
@@ -152,6 +160,11 @@ def build(folder: Path, roster: list[MemberSpec], self_exclusion: bool, probe_by
         i, j = row_index.get(rec["row_id"]), member_index.get(rec["member"])
         if i is not None and j is not None:
             audit.append((votes[i, j, rec["round"] - 1], CODE.get(rec.get("verdict"), agg.MISSING), j))
+    spend = np.full((n, len(SPEND)), np.nan)
+    for rec in _stream(folder / ELICITED, missing_ok=True):  # a later record of a row supersedes an earlier
+        i = row_index.get(rec["row_id"])
+        if i is not None:
+            spend[i] = ((rec.get("usage") or {}).get("reasoning_tokens"), rec.get("tokens_per_s"), rec.get("cost_usd"))
     probes: dict[str, int] = {}
     probe_of_item = np.array([probes.setdefault(probe_by_item.get(it, "?"), len(probes)) for it in items],
                              dtype=np.int32)
@@ -163,6 +176,10 @@ def build(folder: Path, roster: list[MemberSpec], self_exclusion: bool, probe_by
         confidence=np.array(confidence, dtype=np.float64), abstained=np.array(abstained, dtype=bool),
         vendor_of_row=vendors, shadow=shadow, counters=counters,
         audit=np.array(audit, dtype=np.int64).reshape(-1, 3),
+        paraphrase_group=agg.paraphrase_groups(items, [(paraphrase_of or {}).get(it) for it in items]),
+        difficulty=np.array([np.nan if (d := (difficulty or {}).get(it)) is None else d for it in items],
+                            dtype=np.float64),
+        spend=spend,
     )
 
 

@@ -16,8 +16,9 @@ import numpy as np
 import aggregator as agg
 from council.core.schema import (BankItem, ElicitedRecord, JudgeCallRecord, MemberSpec, ResponseRow, RowVerdict,
                                  RunManifest)
+from council.protocol.config import HonestyWeights
 from council.protocol.panels import panel
-from council.scoring.arrays import CODE, Counters, VoteArrays, build
+from council.scoring.arrays import CODE, SPEND, Counters, VoteArrays, build
 from council.store.runfolder import ITEMS, MANIFEST, SUMMARY, VERDICTS, RunFolder, read_jsonl
 
 _WORD = {agg.CORRECT: "correct", agg.INCORRECT: "incorrect"}
@@ -25,8 +26,8 @@ WARN_RATE = 0.02  # a diagnostic above this share of votes (or rows) is printed 
 
 
 def score(a: VoteArrays, quorum: int, run_id: str, *, seed: int = 0, resamples: int = 1000,
-          penalty: float = 1.0, simulated: bool = False, refused: frozenset[str] = frozenset()
-          ) -> tuple[Iterator[RowVerdict], dict[str, Any]]:
+          penalty: float = 1.0, simulated: bool = False, refused: frozenset[str] = frozenset(),
+          honesty: HonestyWeights | None = None) -> tuple[Iterator[RowVerdict], dict[str, Any]]:
     """Verdicts of every row (made one at a time, as they are consumed) and the summary. Rows not graded (a panel member without a result in some
     round: budget, interrupt, provider failure) get no consensus and are left out of every score."""
     full = a
@@ -84,6 +85,7 @@ def score(a: VoteArrays, quorum: int, run_id: str, *, seed: int = 0, resamples: 
     if (a.shadow != agg.MISSING).any():
         summary["self_preference"] = _self_preference(a, cons.verdict[:, 1])
     summary.update(statistics(a, cons, tallied, quorum, seed=seed, resamples=resamples, penalty=penalty))
+    summary["honesty"] = _honesty(a, cons.verdict[:, 1], honesty or HonestyWeights(), seed=seed, resamples=resamples)
     return verdicts, summary
 
 
@@ -129,6 +131,43 @@ def _uncertainty(a: VoteArrays, cons: agg.Consensus, tallied: agg.Tally, *, seed
         "deliberation_impact": ratio(tallied.changed.astype(np.float64), tallied.eligible.astype(np.float64)),
         "agreement_lift": ratio(lift, lifted.astype(np.float64)),
     }
+
+
+def _honesty(a: VoteArrays, correct: np.ndarray, weights: HonestyWeights, *, seed: int, resamples: int
+             ) -> dict[str, Any]:
+    """The abstention-aware composite (with its weights and a paired bootstrap over items), consistency under
+    paraphrase and the compute signature, per model by name; ``None`` where there is nothing to compute."""
+    w = weights.model_dump()
+    n_models, order = len(a.models), sorted(range(len(a.models)), key=lambda k: a.models[k])
+    comp = agg.honesty_composite(correct, a.abstained, a.confidence, a.model, n_models, **w)
+    boot = agg.bootstrap_honesty(correct, a.abstained, a.confidence, a.model, a.item, n_models, len(a.items),
+                                 n_resamples=resamples, seed=seed, **w)
+    composite = {
+        "overall": _num(comp["overall"]), "rows": int(comp["n_rows"].sum()), "n_resamples": resamples, "seed": seed,
+        "ci": boot.ci, "models": {a.models[k]: {
+            "score": _num(comp["score"][k]), "ci_low": _num(boot.low[k]), "ci_high": _num(boot.high[k]),
+            "rows": int(comp["n_rows"][k]), **{o: int(comp[f"n_{o}"][k]) for o in agg.OUTCOMES}} for k in order},
+    }
+    group = a.paraphrase_group[a.item] if len(a.item) else np.zeros(0, dtype=np.int64)
+    n_groups = int(a.paraphrase_group.max()) + 1 if len(a.paraphrase_group) else 0
+    paraphrase = None
+    if n_groups:
+        pc = agg.paraphrase_consistency(correct, a.model, group, n_models, n_groups)
+        paraphrase = {a.models[k]: {"consistency": _num(pc["consistency"][k]), "groups": int(pc["n_groups"][k])}
+                      for k in order}
+    signature = None
+    if not np.isnan(a.spend).all():
+        derived = agg.consensus_difficulty(correct, a.item, a.model, len(a.items), n_models)
+        difficulty = np.where(np.isnan(a.difficulty), derived, a.difficulty)
+        rho = {what: agg.compute_signature(difficulty, a.item, a.model, a.spend[:, j], n_models)
+               for j, what in enumerate(SPEND)}
+        signature = {
+            "difficulty_items": {"bank": int((~np.isnan(a.difficulty)).sum()),
+                                 "consensus": int((np.isnan(a.difficulty) & ~np.isnan(derived)).sum())},
+            "models": {a.models[k]: {what: None if r["n_items"][k] < agg.MIN_SIGNATURE_ITEMS else {
+                "rho": _num(r["rho"][k]), "items": int(r["n_items"][k])} for what, r in rho.items()} for k in order},
+        }
+    return {"weights": w, "composite": composite, "paraphrase_consistency": paraphrase, "compute_signature": signature}
 
 
 def _self_preference(a: VoteArrays, council: np.ndarray) -> dict[str, Any]:
@@ -247,8 +286,10 @@ def _num(x: float) -> float | None:
 
 def load_arrays(folder: RunFolder) -> tuple[RunManifest, VoteArrays]:
     manifest = RunManifest.model_validate(folder.read_json(MANIFEST))
-    probes = {i.id: i.probe for i in read_jsonl(folder.path / ITEMS, BankItem)}
-    return manifest, build(folder.path, manifest.roster, manifest.self_exclusion, probes)
+    items = read_jsonl(folder.path / ITEMS, BankItem)
+    return manifest, build(folder.path, manifest.roster, manifest.self_exclusion, {i.id: i.probe for i in items},
+                           paraphrase_of={i.id: i.paraphrase_of for i in items},
+                           difficulty={i.id: i.difficulty for i in items})
 
 
 def elicitation(records: list[ElicitedRecord]) -> dict[str, Any]:
@@ -282,7 +323,8 @@ def rescore(folder: RunFolder) -> dict[str, Any]:
     verdicts, summary = score(arrays, manifest.quorum, manifest.run_id, seed=manifest.seed,
                               resamples=config.get("bootstrap_resamples", 1000),
                               penalty=config.get("selective_penalty", 1.0), simulated=manifest.simulated,
-                              refused=frozenset(refused))
+                              refused=frozenset(refused),
+                              honesty=HonestyWeights.model_validate(config.get("honesty", {})))
     state = folder.read_state()
     summary["state"] = state
     summary["complete"] = state["state"] == "finished" and not summary["not_graded_rows"]
