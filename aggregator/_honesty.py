@@ -27,7 +27,8 @@ import math
 
 import numpy as np
 
-from ._bootstrap import BootstrapResult, bootstrap_scores, score_matrix
+from ._bootstrap import BootstrapResult, _check_count, bootstrap_scores, score_matrix
+from ._bootstrap import _as_index as _index
 from ._calibration import _as_confidence, _as_flags
 
 DEFAULT_WEIGHTS = {"abstain_credit": 0.0, "wrong_penalty": 1.0, "confident_wrong_penalty": 2.0, "confident_at": 0.8}
@@ -71,21 +72,10 @@ def check_weights(
 
 
 def _as_index(values, what: str, upper: int, rows: int) -> np.ndarray:
-    arr = np.asarray(values)
-    if arr.ndim != 1 or arr.shape[0] != rows:
+    arr = _index(values, what, upper)
+    if arr.shape[0] != rows:
         raise ValueError(f"{what} must have shape ({rows},), got {arr.shape}")
-    if arr.size and not np.issubdtype(arr.dtype, np.integer):
-        raise ValueError(f"{what} must be an integer array, got dtype {arr.dtype}")
-    arr = arr.astype(np.int64, copy=False)
-    if arr.size and (arr.min() < 0 or arr.max() >= upper):
-        raise ValueError(f"{what} indices must lie in [0, {upper})")
     return arr
-
-
-def _check_count(n, what: str) -> int:
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
-        raise ValueError(f"{what} must be a non-negative integer, got {n!r}")
-    return int(n)
 
 
 def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
