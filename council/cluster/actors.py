@@ -154,6 +154,9 @@ class WriterActor:
     def fetch(self, row_ids: list[str]) -> tuple:
         return self._writer.fetch(row_ids)
 
+    def archived(self) -> dict:
+        return self._writer.archived()
+
     def stats(self) -> dict:
         return {"written": self._writer.written, "pid": os.getpid(), "cpu_s": time.process_time()}
 

@@ -45,6 +45,7 @@ class ShardedOutcome:
     writer: dict[str, Any] | None = None  # records written, CPU seconds
     placement_s: float = 0.0  # from asking for the actors until every worker was up
     spent_usd: float | None = None  # by the budget's ledger, when the run has a budget
+    archived_cost_usd: float = 0.0  # what the archive held when the run started (a resumed run)
 
 
 def chunks(lines: Iterable[bytes], size: int = CHUNK_ROWS) -> Iterator[list[bytes]]:
@@ -62,10 +63,10 @@ def chunks(lines: Iterable[bytes], size: int = CHUNK_ROWS) -> Iterator[list[byte
 async def drive_shards(
     folder: Path, lines: Iterable[bytes], config: CouncilConfig, items: list[BankItem],
     endpoints: dict[str, Endpoint], names: list[str], shards: int, stop: StopControl, *, rows: int,
-    spent_usd: float = 0.0, on_progress: Callable[[int], None] | None = None,
+    on_progress: Callable[[int], None] | None = None,
 ) -> ShardedOutcome:
-    """Grade the rows of ``lines`` with ``shards`` workers; ``spent_usd`` is what the archive already cost (a
-    resumed run's budget counts it)."""
+    """Grade the rows of ``lines`` with ``shards`` workers. The writer indexes what the run folder already holds
+    (a resumed run), and the budget starts from what that cost."""
     import ray
     from ray.exceptions import RayActorError
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -79,7 +80,9 @@ async def drive_shards(
     quotas = {v: quota_actor(v, config.settings(v).limits, scheduling_strategy=here) for v in config.roster_vendors}
     writer = WriterActor.options(num_cpus=0, scheduling_strategy=here, **restart).remote(
         str(folder), config.roster_vendors)
-    budget = (BudgetActor.options(scheduling_strategy=here, **restart).remote(config.budget_usd, spent_usd)
+    archived = await writer.archived.remote()
+    log.info("shards.archive", votes=archived["votes"], cost_usd=round(archived["cost_usd"], 6))
+    budget = (BudgetActor.options(scheduling_strategy=here, **restart).remote(config.budget_usd, archived["cost_usd"])
               if config.budget_usd is not None else None)
     workers = [ShardActor.options(num_cpus=SHARD_CPUS, scheduling_strategy="SPREAD", **restart).remote(
         i, config, items, endpoints, names, writer, budget, stop.grace_s) for i in range(shards)]
@@ -92,6 +95,7 @@ async def drive_shards(
         depth = max(1, config.rows_in_flight // size)
         outcome = await _dispatch(workers, chunks(lines, size), depth, stop, on_progress, log, RayActorError)
         outcome.placement_s = placement_s
+        outcome.archived_cost_usd = archived["cost_usd"]
         totals = await asyncio.gather(*(w.totals.remote() for w in workers), return_exceptions=True)
         outcome.workers = []
         for node, t in zip(nodes, totals, strict=True):

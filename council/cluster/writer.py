@@ -41,6 +41,10 @@ class RunWriter:
         self.written += len(records)
         return self.written
 
+    def archived(self) -> dict[str, float]:
+        """What the archive holds now: results indexed and their cost."""
+        return {"votes": len(self.index), "cost_usd": self.index.cost_usd}
+
     def fetch(self, row_ids: list[str]) -> tuple[list[JudgeCallRecord], list[VoteKey]]:
         """The archived results of every vote of these rows (both rounds and shadow votes; an error is not a
         result), and the votes among them whose batch audit is archived."""

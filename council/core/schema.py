@@ -218,7 +218,7 @@ class MemberSpec(_Strict):
 class ResumeEntry(_Strict):
     at: str
     command: str
-    archived_votes: int
+    archived_votes: int | None = None  # results found in the archive (a sharded run's writer logs its own count)
 
 
 class RunManifest(_Strict):

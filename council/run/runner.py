@@ -239,8 +239,10 @@ async def resume_council(
         if info.fingerprint != manifest.responses_fingerprint:
             raise RunFolderError(f"{folder.path / ROWS} does not match the fingerprint in its manifest")
     # An error is not a result: such votes are asked again, and the new record supersedes the old one. The
-    # index holds where each result is; the record is read back from disk when its vote comes up.
-    archived = ArchiveIndex.build(folder.path)
+    # index holds where each result is; the record is read back from disk when its vote comes up. A sharded run's
+    # index is built by its writer, on this node, and only there.
+    shards = manifest.shards if shards is None else shards
+    archived = None if shards else ArchiveIndex.build(folder.path)
     config = CouncilConfig.model_validate(manifest.config)
     if budget_usd is not None:
         config = config.model_copy(update={"budget_usd": budget_usd})
@@ -251,14 +253,14 @@ async def resume_council(
                           "--provider-url, or grade the rows again as a new run")
     provider_url = provider_url or manifest.provider_url
     manifest = manifest.model_copy(update={"resumes": [
-        *manifest.resumes, ResumeEntry(at=_now(), command=command, archived_votes=len(archived))]})
+        *manifest.resumes, ResumeEntry(at=_now(), command=command,
+                                       archived_votes=len(archived) if archived is not None else None)]})
     folder.write_json(MANIFEST, manifest.model_dump(mode="json"))
     reusable = _reusable(Path(runs_dir), manifest.reuse_from)
-    audited = {(r.row_id, r.member, r.round) for r in folder.read_audit()}
+    audited = set() if shards else {(r.row_id, r.member, r.round) for r in folder.read_audit()}
     return await _drive(folder, manifest, items, info, config, archived=archived, reusable=reusable,
                         backend=backend, provider_url=provider_url, ray_address=ray_address,
-                        hooks=hooks or RunHooks(), shards=manifest.shards if shards is None else shards,
-                        elicited=elicited, audited=audited, stop=stop)
+                        hooks=hooks or RunHooks(), shards=shards, elicited=elicited, audited=audited, stop=stop)
 
 
 async def _drive(
@@ -306,7 +308,7 @@ async def _drive_logged(
     models = manifest.models
     endpoints = {v: endpoint for v in [*config.roster_vendors, *(config.vendor_of(m) for m in models)]}
     log.info("run.start", rows=info.rows, backend=backend, shards=shards, provider="embedded" if sim else provider_url,
-             archived_votes=len(archived) if archived is not None else 0, resumed=bool(manifest.resumes))
+             archived_votes=len(archived) if archived is not None else None, resumed=bool(manifest.resumes))
     if on_start is not None:
         on_start(len(items) * len(models) if models else info.rows)
     names = sorted(info.names | set(models))
@@ -314,7 +316,7 @@ async def _drive_logged(
     stats = None
     try:
         if shards:
-            outcome = await _grade_sharded(folder, items, info, config, endpoints, names, shards, archived=archived,
+            outcome = await _grade_sharded(folder, items, info, config, endpoints, names, shards,
                                            on_progress=on_progress, stop=stop, log=log)
         else:
             outcome = await _grade_here(folder, items, info, config, endpoints, names, models, archived=archived,
@@ -372,21 +374,16 @@ def _check_shards(shards: int, backend: str, models: list[str], reuse_from: list
 
 async def _grade_sharded(
     folder: RunFolder, items: list[BankItem], info: RowsInfo, config: CouncilConfig, endpoints: dict[str, Endpoint],
-    names: list[str], shards: int, *, archived: ArchiveIndex | None, on_progress: Callable[[int], None] | None,
-    stop: StopControl, log: Any,
+    names: list[str], shards: int, *, on_progress: Callable[[int], None] | None, stop: StopControl, log: Any,
 ) -> Outcome:
     """Grade the run with shard workers across the cluster (:mod:`council.cluster.driver`)."""
     from council.cluster.driver import drive_shards
 
-    spent = 0.0
-    if archived is not None:
-        spent = archived.cost_usd
-        archived.close()  # the writer on this node keeps the index of a sharded run
     done = await drive_shards(folder.path, info.lines(), config, items, endpoints, names, shards, stop,
-                              rows=info.rows, spent_usd=spent, on_progress=on_progress)
+                              rows=info.rows, on_progress=on_progress)
     budget = None
     if config.budget_usd is not None:
-        budget = Budget(config.budget_usd, spent_usd=done.spent_usd or spent)
+        budget = Budget(config.budget_usd, spent_usd=done.spent_usd or done.archived_cost_usd)
         budget.exhausted = stop.reason == "budget"
     processes = {"workers": done.workers, "writer": done.writer, "placement_s": done.placement_s}
     log.info("shards.done", **processes)

@@ -18,10 +18,12 @@ import dataclasses
 import os
 import signal
 
+import orjson
 import pytest
 
 import bank
 from council.protocol.config import CouncilConfig
+from council.store.runfolder import ArchiveIndex
 from council.run.runner import RunRequest, run_council
 from council.sim import SimConfig
 from tests.council._provider import quiet, sim_process
@@ -186,10 +188,18 @@ async def test_a_stopped_sharded_run_resumes(tmp_path, local_cluster):
         assert orjson_load(first.run_dir / "state.json")["state"] == "stopped"
         assert not first.complete and first.not_graded > 0
         archived = first.issued
+        index = ArchiveIndex.build(first.run_dir)  # what the archive holds before the resume
+        held, cost = len(index), index.cost_usd
+        index.close()
         resumed = await asyncio.wait_for(resume_council(tmp_path / "runs", "stopped", shards=3), timeout=240)
         paid = await billed(url)
     assert resumed.complete and resumed.summary["not_graded_rows"] == 0
     assert resumed.served_from_archive > 0 and resumed.issued + archived >= reference.issued
+    # The writer, not the driver, indexed the archive: its count and cost are in the run's log.
+    events = [orjson.loads(x) for x in (resumed.run_dir / "log.jsonl").read_bytes().splitlines()]
+    seen = [e for e in events if e["event"] == "shards.archive"][-1]
+    assert seen["votes"] == held > 0 and seen["cost_usd"] == round(cost, 6)
+    assert orjson_load(resumed.run_dir / "manifest.json")["resumes"][-1]["archived_votes"] is None
     assert lines(resumed.run_dir / "verdicts.jsonl") == lines(reference.run_dir / "verdicts.jsonl")
     in_flight = sum(CouncilConfig().settings(v).concurrency for v in CouncilConfig().roster_vendors)
     assert reference_billed <= paid <= reference_billed + in_flight, (paid, reference_billed)
