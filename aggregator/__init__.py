@@ -38,7 +38,6 @@ from ._deliberation import (
 from ._honesty import (
     MIN_SIGNATURE_ITEMS,
     OUTCOMES,
-    average_ranks,
     bootstrap_honesty,
     check_weights,
     compute_signature,
@@ -48,7 +47,6 @@ from ._honesty import (
     honesty_row_scores,
     paraphrase_consistency,
     paraphrase_groups,
-    spearman,
 )
 from ._herding import classify_flips, herding_summary, weak_majority_lift
 from ._scores import accuracy_against, group_scores, member_accuracy
@@ -69,7 +67,7 @@ from ._scales import (
     score_deliberation_impact,
 )
 from ._selfpref import self_preference
-from ._sensitivity import kendall_tau_b, rule_scores, sensitivity_summary
+from ._sensitivity import average_ranks, kendall_tau_b, rule_scores, sensitivity_summary, spearman
 from ._truth import council_versus_members, effective_judges, error_correlation, kappa_against, truth_summary
 
 __all__ = [

@@ -30,6 +30,7 @@ import numpy as np
 from ._bootstrap import BootstrapResult, _check_count, bootstrap_scores, score_matrix
 from ._bootstrap import _as_index as _index
 from ._calibration import _as_confidence, _as_flags
+from ._sensitivity import spearman
 
 DEFAULT_WEIGHTS = {"abstain_credit": 0.0, "wrong_penalty": 1.0, "confident_wrong_penalty": 2.0, "confident_at": 0.8}
 """The composite's weights when none are given."""
@@ -225,39 +226,6 @@ def paraphrase_consistency(correct, model, group, n_models: int, n_groups: int) 
 
 # ---------------------------------------------------------------------------
 # Compute against difficulty
-
-
-def average_ranks(x) -> np.ndarray:
-    """1-based ranks of ``x`` (float64), ties given the mean of the ranks they span."""
-    v = np.asarray(x, dtype=np.float64)
-    if v.ndim != 1:
-        raise ValueError(f"x must be one-dimensional, got shape {v.shape}")
-    _, inverse, counts = np.unique(v, return_inverse=True, return_counts=True)
-    before = np.cumsum(counts) - counts  # values strictly smaller
-    return (before + (counts + 1) / 2.0)[inverse.reshape(-1)]
-
-
-def spearman(x, y) -> float:
-    """Spearman's rho: Pearson's r of the average ranks of ``x`` and ``y``.
-
-    ``rho = sum(dx * dy) / sqrt(sum(dx^2) * sum(dy^2))`` with ``dx``, ``dy``
-    the ranks minus their mean. Pairs where either value is NaN are left out;
-    NaN when fewer than 2 pairs remain or either side is constant. Equals
-    ``scipy.stats.spearmanr(x, y).statistic`` (ties included).
-    """
-    a = np.asarray(x, dtype=np.float64)
-    b = np.asarray(y, dtype=np.float64)
-    if a.ndim != 1 or a.shape != b.shape:
-        raise ValueError(f"x {a.shape} and y {b.shape} must be one-dimensional of equal length")
-    ok = ~(np.isnan(a) | np.isnan(b))
-    if np.count_nonzero(ok) < 2:
-        return math.nan
-    rx, ry = average_ranks(a[ok]), average_ranks(b[ok])
-    dx, dy = rx - rx.mean(), ry - ry.mean()
-    den = math.sqrt(float(dx @ dx) * float(dy @ dy))
-    if den == 0.0:
-        return math.nan
-    return max(-1.0, min(1.0, float(dx @ dy) / den))
 
 
 def consensus_difficulty(correct, item, model, n_items: int, n_models: int) -> np.ndarray:

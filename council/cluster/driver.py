@@ -151,7 +151,7 @@ async def _dispatch(workers: list, source: Iterator[list[bytes]], depth: int, st
     stop.on_request(stop_workers)
 
     def send(i: int, chunk: list[bytes]) -> None:
-        future = asyncio.ensure_future(_result(workers[i].grade.remote(chunk)))
+        future = asyncio.ensure_future(workers[i].grade.remote(chunk))
         pending[future] = (i, chunk)
         load[i] += 1
 
@@ -187,7 +187,3 @@ async def _dispatch(workers: list, source: Iterator[list[bytes]], depth: int, st
                 stop.request(result["stopped"], result["detail"])
         fill()
     return outcome
-
-
-async def _result(ref: Any) -> Any:
-    return await ref

@@ -19,58 +19,48 @@ from council.grading.budget import Budget, LeasedBudget
 from council.grading.coordinator import Coordinator, VoteKey
 from council.grading.pools import JudgePool
 from council.grading.stop import StopControl
+from council.transport.dispatch import MicroBatcher
 
 Send = Callable[[list[JudgeCallRecord], list[tuple[str, str]]], Awaitable[None]]
 Fetch = Callable[[list[str]], Awaitable[tuple[list[JudgeCallRecord], list[VoteKey]]]]
 
 
 class RecordLink:
-    """Records (and refused rows) on their way to the writer, sent in batches: as soon as ``max_batch`` wait,
-    or ``linger_s`` after the first of a batch. :meth:`flush` returns once the writer has everything put so far.
-    A record still waiting here when its process dies was paid for but not archived: ``linger_s`` bounds that."""
+    """Records (and refused rows) on their way to the writer, sent in batches by a :class:`MicroBatcher`: up to
+    ``max_batch`` at a time, ``linger_s`` after the first of a batch. :meth:`flush` returns once the writer has
+    everything put so far. A record still waiting here when its process dies was paid for but not archived:
+    ``linger_s`` bounds that."""
 
     def __init__(self, send: Send, *, max_batch: int = 256, linger_s: float = 0.02) -> None:
-        self._send = send
-        self._max_batch = max_batch
-        self._linger_s = linger_s
-        self._records: list[JudgeCallRecord] = []
-        self._refusals: list[tuple[str, str]] = []
-        self._timer: asyncio.TimerHandle | None = None
-        self._sending: set[asyncio.Task[None]] = set()
+        async def write(items: list[JudgeCallRecord | tuple[str, str]]) -> list[None]:
+            records = [x for x in items if not isinstance(x, tuple)]
+            await send(records, [x for x in items if isinstance(x, tuple)])
+            self.sent += len(records)
+            return [None] * len(items)
+
+        self._batcher: MicroBatcher[JudgeCallRecord | tuple[str, str], None] = MicroBatcher(
+            write, max_batch=max_batch, linger_s=linger_s, name="record-link")
+        self._waiting: set[asyncio.Future[None]] = set()
         self.sent = 0
 
     def put(self, record: JudgeCallRecord) -> None:
-        self._records.append(record)
-        self._later()
+        self._keep(self._batcher.submit(record))
 
     def refuse(self, row_id: str, reason: str) -> None:
-        self._refusals.append((row_id, reason))
-        self._later()
+        self._keep(self._batcher.submit((row_id, reason)))
 
-    def _later(self) -> None:
-        if len(self._records) + len(self._refusals) >= self._max_batch:
-            self._send_now()
-        elif self._timer is None:
-            self._timer = asyncio.get_running_loop().call_later(self._linger_s, self._send_now)
-
-    def _send_now(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        if not self._records and not self._refusals:
-            return
-        records, self._records = self._records, []
-        refusals, self._refusals = self._refusals, []
-        self.sent += len(records)
-        task = asyncio.ensure_future(self._send(records, refusals))
-        self._sending.add(task)
-        task.add_done_callback(self._sending.discard)
+    def _keep(self, future: asyncio.Future[None]) -> None:
+        self._waiting.add(future)
+        future.add_done_callback(self._waiting.discard)
 
     async def flush(self) -> None:
-        """Send what waits and wait for every batch sent so far; a batch the writer did not take raises."""
-        self._send_now()
-        while self._sending:
-            await asyncio.gather(*list(self._sending))
+        """Wait for everything put so far to reach the writer; a batch the writer did not take raises."""
+        while self._waiting:
+            await asyncio.gather(*list(self._waiting))
+
+    async def close(self) -> None:
+        await self.flush()
+        await self._batcher.close()
 
 
 class _Known:
@@ -130,7 +120,7 @@ class ShardWorker:
                 "error": str(c.error) if c.error is not None else None}
 
     async def close(self) -> None:
-        await self.link.flush()
+        await self.link.close()
         await self.pool.close()
         if isinstance(self.budget, LeasedBudget):
             await self.budget.report()

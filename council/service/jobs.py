@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import structlog
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from council.core import logs
@@ -252,11 +253,10 @@ class JobManager:
         home = self._home(record.id)
         config = self.config_for(record.options, record.budget_usd)
         self._set(job, state="running", started_at=record.started_at or now())
-        bound = structlog_context(job_id=record.id, tenant=record.tenant)
         (job.folder / LIVE).unlink(missing_ok=True)  # a resumed job gives out every row again, archived or not
         live = _LiveVerdicts(job, config, self.on_record)
         try:
-            with bound:
+            with structlog.contextvars.bound_contextvars(job_id=record.id, tenant=record.tenant):
                 if (job.folder / MANIFEST).is_file():
                     result = await resume_council(self.root, record.id, command=f"serve: job {record.id} resumed",
                                                   hooks=live.hooks(self.quota), stop=job.stop)
@@ -411,12 +411,6 @@ class _LiveVerdicts:
     def close(self) -> None:
         if self._handle is not None:
             self._handle.close()
-
-
-def structlog_context(**values: str):  # noqa: ANN201 - a context manager
-    import structlog
-
-    return structlog.contextvars.bound_contextvars(**values)
 
 
 def _write_lines(path: Path, records: list[BaseModel]) -> None:
