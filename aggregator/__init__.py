@@ -26,6 +26,7 @@ from ._bootstrap import (
 from ._calibration import brier, calibration_by_model, calibration_summary, expected_calibration_error, selective_score
 from ._codes import CORRECT, INCORRECT, MISSING
 from ._consensus import Consensus, Tally, consensus, tally, tally_rounds
+from ._crossjudge import CrossJudge, CrossJudgeThresholds, crossjudge
 from ._deliberation import (
     agreement,
     agreement_lift,
@@ -72,6 +73,9 @@ from ._truth import council_versus_members, effective_judges, error_correlation,
 
 __all__ = [
     "council_versus_members",
+    "CrossJudge",
+    "CrossJudgeThresholds",
+    "crossjudge",
     "paired_agreement",
     "wilson_interval",
     "BootstrapResult",

@@ -23,10 +23,10 @@ from typing import Any, TypeVar
 
 import numpy as np
 import orjson
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from council.core.errors import InputError
-from council.core.schema import BankItem, ResponseRow
+from council.core.schema import BankItem, ResponseRow, Scale
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -34,13 +34,40 @@ _BOM = b"\xef\xbb\xbf"
 _FINGERPRINT_VERSION = 1
 
 
+class BankScale(BaseModel):
+    """A bank line holding only ``{"scale": {...}}``: the scale of every item that declares none."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    scale: Scale
+
+
+class _BankLine:
+    """Validates a bank line as the bank's scale (a line with the one key ``scale``) or as an item."""
+
+    @staticmethod
+    def model_validate(obj: dict[str, Any], context: Any = None) -> BankItem | BankScale:
+        if set(obj) == {"scale"}:
+            return BankScale.model_validate(obj, context=context)
+        return BankItem.model_validate(obj, context=context)
+
+
 def load_bank(path: str | os.PathLike[str]) -> list[BankItem]:
-    """Every item of the bank at ``path``, in file order; raises InputError listing every problem."""
+    """Every item of the bank at ``path``, in file order; raises InputError listing every problem.
+
+    A line ``{"scale": {...}}`` (at most one) declares the bank's scale: every item without a ``scale`` of
+    its own is graded on it (dimensions, weights and anchored levels: ``council.core.schema.Scale``)."""
     name = os.fspath(path)
     problems: list[str] = []
     items: list[BankItem] = []
     first_line: dict[str, int] = {}
-    for lineno, raw, item in _parse(name, BankItem, problems):
+    bank_scale: tuple[int, Scale] | None = None
+    for lineno, raw, item in _parse(name, _BankLine, problems):  # type: ignore[arg-type]
+        if isinstance(item, BankScale):
+            if bank_scale is not None:
+                problems.append(_problem(name, lineno, "scale", f"the bank's scale is already given on line {bank_scale[0]}"))
+            else:
+                bank_scale = (lineno, item.scale)
+            continue
         key = item.id if item is not None else raw.get("id")
         if isinstance(key, str):
             if key in first_line:
@@ -51,6 +78,8 @@ def load_bank(path: str | os.PathLike[str]) -> list[BankItem]:
             items.append(item)
     if problems:
         raise InputError(problems)
+    if bank_scale is not None:
+        items = [i if i.scale is not None else i.model_copy(update={"scale": bank_scale[1]}) for i in items]
     return items
 
 

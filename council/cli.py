@@ -154,6 +154,18 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("run_b")
     diff.add_argument("--runs-dir", type=Path, default=Path("runs"))
     diff.add_argument("--json", action="store_true", help="print one JSON object")
+    cj = sub.add_parser("crossjudge", help="re-score a run with another grader and report whether its scores survive "
+                        "(mean delta, rank correlation, family and target preference)")
+    cj.add_argument("run_id", help="the run to re-score (its folder under --runs-dir); its results are never changed")
+    cj.add_argument("--judge", required=True, metavar="MODEL|single:VENDOR",
+                    help="a judge model that grades every row blind (asked through the run's provider), or "
+                         "single:<vendor>: that council member's round-one votes alone (no calls)")
+    cj.add_argument("--name", help="the report's folder under <run>/crossjudge/ (default: from --judge)")
+    cj.add_argument("--runs-dir", type=Path, default=Path("runs"), help="where run folders are (default: ./runs)")
+    cj.add_argument("--provider-url", help="OpenAI-compatible base URL for the judge (needed unless the run was "
+                    "simulated: then the embedded provider plays it)")
+    cj.add_argument("--resamples", type=_count, help="bootstrap resamples (default: the run's)")
+    cj.add_argument("--json", action="store_true", help="print the report as one JSON object")
     serve = sub.add_parser("serve", help="the grading service: other benchmarks submit jobs over HTTP")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8080, help="port (default 8080; 0 picks a free one)")
@@ -386,6 +398,39 @@ def _rescore(args: argparse.Namespace) -> int:
     return 0
 
 
+def _crossjudge(args: argparse.Namespace) -> int:
+    from council.tools.crossjudge import crossjudge
+
+    result = asyncio.run(crossjudge(args.runs_dir, args.run_id, args.judge, name=args.name,
+                                    provider_url=args.provider_url, resamples=args.resamples))
+    report = result.report
+    if args.json:
+        out.print_json(data=report)
+        return 0
+    out.print(f"cross-judge {report['grader']} on {args.run_id}: {report['paired_rows']} of {report['rows']} rows paired "
+              f"({result.asked} votes asked, {result.archived} from the report's archive) -> {result.folder}",
+              highlight=False, soft_wrap=True)
+
+    def line(label: str, stat: dict | None, value: str = "value") -> None:
+        if stat is None:
+            out.print(f"  {label}: n/a", highlight=False)
+            return
+        low, high = stat.get(f"{value}_low", stat.get("low")), stat.get(f"{value}_high", stat.get("high"))
+        extra = f", no-preference up to {stat['null_high']:.2f}" if stat.get("null_high") is not None else ""
+        reading = (stat.get("reading") or "n/a").replace("_", " ")
+        number = lambda x: "n/a" if x is None else f"{x:.3f}"  # noqa: E731
+        out.print(f"  {label}: {number(stat.get(value))} [{number(low)}, {number(high)}]{extra}: {reading}",
+                  highlight=False, soft_wrap=True)
+        out.print(f"    {stat.get('rule', '')}", highlight=False, soft_wrap=True)
+
+    line("mean_delta", report["mean_delta"])
+    line("rank_correlation (Kendall tau-b)", report["rank_correlation"], "kendall")
+    line("rank_correlation (Spearman)", report["rank_correlation"], "spearman")
+    line("provider_spread", report["provider_spread"])
+    line("group_spread", report["group_spread"])
+    return 0
+
+
 def _diff(args: argparse.Namespace) -> int:
     from council.scoring.diff import diff_runs
     from council.store.runfolder import RunFolder
@@ -429,8 +474,50 @@ def _print_warnings(summary: dict[str, Any]) -> None:
         console.print(f"[yellow]warning:[/yellow] {name}{detail} above {100 * WARN_RATE:.0f}%", highlight=False)
 
 
+def _print_scales(s: dict[str, Any]) -> None:
+    """Per graded scale: each model's 0-100 score with its interval and per dimension; then reliability and
+    deliberation per dimension."""
+    for name, sc in s.get("scales", {}).items():
+        dims = list(sc["dimensions"])
+        table = Table(title=f"scale {name} ({sc['rows']} rows; levels 0-{sc['high']}; 0-100 normalised)")
+        for col in ("model", "rows", "score", "95% CI", *dims):
+            table.add_column(col, justify="left" if col == "model" else "right", no_wrap=col != "model")
+        ranked = sorted(sc.get("models", {}).items(), key=lambda kv: -(kv[1]["score"] or 0.0))
+        for model, m in ranked:
+            table.add_row(model, str(m["rows"]), _points(m["score"]), f"{_points(m['ci_low'])}-{_points(m['ci_high'])}",
+                          *(_points(m["by_dimension"][d]["score"]) for d in dims))
+        out.print(table)
+        if "reliability" not in sc:
+            continue
+        rel = Table(title=f"scale {name}: agreement and deliberation per dimension")
+        for col in ("dimension", "weight", "alpha ordinal r1/r2", "ICC(2,1) r1/r2", "levels moved", "dispersion lift",
+                    "omitted", "split"):
+            rel.add_column(col, justify="left" if col == "dimension" else "right", no_wrap=True)
+        for d in dims:
+            r1, r2 = sc["reliability"][d]["round1"], sc["reliability"][d]["round2"]
+            rel.add_row(d, f"{sc['dimensions'][d]:g}", f"{_num(r1['alpha_ordinal'])} / {_num(r2['alpha_ordinal'])}",
+                        f"{_num(r1['icc2_1'])} / {_num(r2['icc2_1'])}",
+                        _pct(sc["deliberation_impact"]["by_dimension"][d]), _num(sc["agreement_lift"]["by_dimension"][d]),
+                        str(sc["flags"]["omitted"][d]), str(sc["flags"]["split"][d]))
+        out.print(rel)
+
+
+def _points(x: Any) -> str:
+    return "-" if x is None else f"{x:.1f}"
+
+
 def print_result(result: RunResult) -> None:
     s = result.summary
+    if s.get("scales"):
+        _print_scales(s)
+    if s.get("scaled_rows", 0) >= s["rows_total"]:  # graded items only: the correct / incorrect tables are empty
+        if s.get("simulated"):
+            out.print("[bold yellow]SIMULATED[/bold yellow]: graded by the embedded provider's simulated judges; "
+                      "no real model was asked.", highlight=False, soft_wrap=True)
+        _print_partial(s)
+        _print_warnings(s)
+        out.print(f"run folder: {result.run_dir}")
+        return
     ci = s.get("uncertainty", {}).get("scores", {})
     label = "  SIMULATED" if s.get("simulated") else ""
     table = Table(title=f"council run {s['run_id']}  ({s['rows']} rows, {result.seconds:.1f} s){label}")
@@ -646,6 +733,8 @@ def main(argv: list[str] | None = None) -> int:
             return _rescore(args)
         if args.command == "diff":
             return _diff(args)
+        if args.command == "crossjudge":
+            return _crossjudge(args)
         if args.command == "serve":
             return _serve(args)
         if args.command == "submit":

@@ -31,6 +31,51 @@ def _non_blank(value: str) -> str:
     return value
 
 
+class Dimension(_Strict):
+    """One dimension of a graded scale: its name (as the judge writes it), its weight, what it asks."""
+
+    name: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_]{0,63}$")
+    weight: float = Field(gt=0.0, le=1.0)
+    description: str = ""
+
+
+class Scale(_Strict):
+    """An anchored ordinal scale over weighted dimensions: a judge gives each dimension an integer level
+    ``0 .. high`` (``levels`` are the anchors, one per level, lowest first) and a reason. A row's council
+    score per dimension is the median of the valid round-two scores (``aggregator.score_consensus``); its
+    normalised score is ``100 * sum_d w_d * score_d / high`` with an omitted dimension counted 0."""
+
+    name: str = Field(default="rubric", pattern=r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$")
+    levels: list[str] = Field(min_length=2, max_length=101)
+    dimensions: list[Dimension] = Field(min_length=1, max_length=32)
+
+    _levels_not_blank = field_validator("levels")(lambda v: [_non_blank(x) for x in v])
+
+    @model_validator(mode="after")
+    def _check(self) -> Scale:
+        names = [d.name for d in self.dimensions]
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise ValueError(f"dimension names repeat: {', '.join(repeated)}")
+        total = sum(d.weight for d in self.dimensions)
+        if abs(total - 1.0) > 1e-6:
+            raise ValueError(f"dimension weights must sum to 1, got {total:.6g}")
+        return self
+
+    @property
+    def high(self) -> int:
+        """The top level (the bottom is 0)."""
+        return len(self.levels) - 1
+
+    @property
+    def names(self) -> list[str]:
+        return [d.name for d in self.dimensions]
+
+    @property
+    def weights(self) -> list[float]:
+        return [d.weight for d in self.dimensions]
+
+
 class BankItem(_Strict):
     """One question of a bank. ``rationale`` explains why the item exists and is never sent to a judge."""
 
@@ -43,6 +88,8 @@ class BankItem(_Strict):
     tags: list[str] = Field(default_factory=list)
     paraphrase_of: str | None = None  # the original's id (its own id on the original): a paraphrase group
     difficulty: float | None = None  # the bank's own difficulty (higher: harder), for the compute signature
+    group: str | None = None  # matched items (one per target) whose scores should not differ: the cross-judge report
+    scale: Scale | None = None  # graded on this scale; None: correct / incorrect
 
     _not_blank = field_validator("id", "probe", "prompt", "reference", "rationale")(_non_blank)
 
@@ -131,6 +178,7 @@ class JudgeCallRecord(_Strict):
     verdict: Verdict | None
     reason: str | None
     ok: bool
+    scores: dict[str, int] | None = None  # a graded item's vote: a level per dimension it gave validly
     parse_status: ParseStatus
     raw_outputs: list[str] = Field(default_factory=list)
     finish_reason: str | None = None
@@ -204,6 +252,16 @@ class RowVerdict(_Strict):
     consensus: Verdict | None
     flags: list[str] = Field(default_factory=list)
     gold_verdict: Verdict | None = None
+    probe: str = ""
+    # A graded item's row (its verdict fields stay empty): the members' levels per round, the council's
+    # level per dimension (median of valid round-two levels; None: no valid level, counted 0) and the
+    # weighted 0-100 score. Flags: ``omitted:<dim>`` (no valid level), ``split:<dim>`` (even count, the
+    # lower middle level taken).
+    scale: str | None = None
+    scores_round1: dict[str, dict[str, int]] = Field(default_factory=dict)
+    scores_round2: dict[str, dict[str, int]] = Field(default_factory=dict)
+    score: dict[str, int | None] | None = None
+    score_normalised: float | None = None
 
 
 class MemberSpec(_Strict):

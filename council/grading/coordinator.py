@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator
 from typing import Protocol, TypeVar
 
 from council.core.errors import ProviderUnavailable
-from council.core.schema import BankItem, ElicitedRecord, JudgeCallRecord, MemberSpec, ResponseRow
+from council.core.schema import BankItem, ElicitedRecord, JudgeCallRecord, MemberSpec, ResponseRow, Scale
 from council.grading.budget import Budget, BudgetExhausted
 from council.grading.pools import JudgePool
 from council.grading.stop import StopControl, Stopped
@@ -200,8 +200,8 @@ class Coordinator:
             rubric = rubric_hash(item)
             body = round1_body(item, row, contain=self.config.judge.containment)
             first = _settled(await asyncio.gather(
-                *(self._vote(m, row, 1, body, {}, rubric) for m in members),
-                *(self._vote(m, row, 1, body, {}, rubric, shadow=True) for m in shadows),
+                *(self._vote(m, row, 1, body, {}, rubric, scale=item.scale) for m in members),
+                *(self._vote(m, row, 1, body, {}, rubric, shadow=True, scale=item.scale) for m in shadows),
                 return_exceptions=True,
             ))
             round1 = {r.member: r for r in first if not r.shadow}  # a shadow vote is never shown to peers
@@ -210,8 +210,9 @@ class Coordinator:
             for m in members:
                 own = round1[m.vendor]
                 peers, letters = peers_for(m.vendor, order, round1, self._scrub)
-                body2 = round2_body(item, row, own.verdict, own.reason, peers, contain=self.config.judge.containment)
-                second.append(self._vote(m, row, 2, body2, letters, rubric))
+                body2 = round2_body(item, row, own.verdict, own.reason, peers, contain=self.config.judge.containment,
+                                    own_scores=own.scores)
+                second.append(self._vote(m, row, 2, body2, letters, rubric, scale=item.scale))
             records = [*round1.values(), *_settled(await asyncio.gather(*second, return_exceptions=True))]
         else:
             records = []
@@ -221,7 +222,7 @@ class Coordinator:
             self._on_row_done(row)
 
     async def _vote(self, member: MemberSpec, row: ResponseRow, round_: int, body: str, letters: dict[str, str],
-                    rubric: str, *, shadow: bool = False) -> JudgeCallRecord:
+                    rubric: str, *, shadow: bool = False, scale: Scale | None = None) -> JudgeCallRecord:
         params = self.config.judge
         key = request_key(member.judge_model, round_, body, params.temperature, params.max_tokens)
         archived = self._archived.get((row.row_id, member.vendor, round_))
@@ -237,7 +238,8 @@ class Coordinator:
             self._on_record(copy)
             self.served_from_archive += 1
             return copy
-        task = JudgeTask(row.row_id, round_, body, letters, rubric_hash=rubric, request_key=key, item_id=row.item_id)
+        task = JudgeTask(row.row_id, round_, body, letters, rubric_hash=rubric, request_key=key, item_id=row.item_id,
+                         scale=scale)
         record = await self._ask(member, task)
         if shadow:
             record = record.model_copy(update={"shadow": True})

@@ -42,7 +42,7 @@ def row_order(seed: int, row_id: str, vendors: list[str]) -> list[str]:
 def peers_for(
     viewer: str, order: list[str], round1: dict[str, JudgeCallRecord], anonymiser: Anonymiser
 ) -> tuple[list[Peer], dict[str, str]]:
-    """The viewer's peers with a valid round-one vote, lettered from B in the row's order, reasons scrubbed
+    """The viewer's peers with a valid round-one vote (a verdict, or a graded item's levels), lettered from B in the row's order, reasons scrubbed
     of vendor and model names by ``anonymiser``.
 
     Returns the peers to show and the letter -> vendor key (kept in the record for audit, never shown).
@@ -51,9 +51,10 @@ def peers_for(
     letters: dict[str, str] = {}
     for vendor in order:
         record = round1.get(vendor)
-        if vendor == viewer or record is None or record.verdict is None:
+        if vendor == viewer or record is None or (record.verdict is None and record.scores is None):
             continue
         letter = LETTERS[len(peers)]
-        peers.append(Peer(letter=letter, verdict=record.verdict, reason=anonymiser.scrub(record.reason or "")))
+        peers.append(Peer(letter=letter, verdict=record.verdict, reason=anonymiser.scrub(record.reason or ""),
+                          scores=record.scores))
         letters[letter] = vendor
     return peers, letters

@@ -15,7 +15,7 @@ from typing import Any, Literal, TypeVar
 
 import orjson
 
-from council.core.schema import Verdict
+from council.core.schema import Scale, Verdict
 
 _VERDICTS: frozenset[str] = frozenset({"correct", "incorrect"})
 _DECODER = json.JSONDecoder()
@@ -105,3 +105,33 @@ def read_batch(content: str | None, size: int) -> tuple[dict[int, tuple[Verdict,
 
 def parse_batch(content: str | None, size: int) -> dict[int, tuple[Verdict, str]] | None:
     return read_batch(content, size)[0]
+
+
+def _levels(scale: Scale) -> Callable[[dict], tuple[dict[str, int], str] | None]:
+    """A graded reply ``{"scores": {dimension: level, ...}, "reason": ...}``: the levels given validly (an
+    integer in ``0..high`` for a dimension of the scale; a name is matched exactly, else ignoring case), and
+    the reason. A dimension left out or given an invalid level is absent (the council flags it); a reply with
+    no valid level, or without a reason, is not a vote."""
+    by_lower = {n.lower(): n for n in scale.names}
+
+    def shape(data: dict) -> tuple[dict[str, int], str] | None:
+        scores, reason = data.get("scores"), data.get("reason")
+        if not isinstance(scores, dict) or not isinstance(reason, str):
+            return None
+        out: dict[str, int] = {}
+        for key, level in scores.items():
+            name = key if key in scale.names else by_lower.get(str(key).strip().lower())
+            if name is None or name in out or isinstance(level, bool) or not isinstance(level, int):
+                continue
+            if 0 <= level <= scale.high:
+                out[name] = level
+        if not out:
+            return None
+        return {n: out[n] for n in scale.names if n in out}, " ".join(reason.split())
+
+    return shape
+
+
+def read_scores(content: str | None, scale: Scale) -> tuple[tuple[dict[str, int], str] | None, How]:
+    """``((levels, reason), how)`` of a graded reply (see :func:`_levels`), else ``(None, ...)``."""
+    return _read(content, _levels(scale))

@@ -44,7 +44,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from council.core.schema import BankItem, ResponseRow, Verdict
+from council.core.schema import BankItem, ResponseRow, Scale, Verdict
 
 PROMPT_VERSION = "judge-v2"
 
@@ -74,17 +74,19 @@ _TRUSTED = """<question>
 </rubric>
 """
 
-ITEM_ROUND1 = _TRUSTED + """<response nonce="{nonce}">
+_FENCED_RESPONSE = """<response nonce="{nonce}">
 {response}
 </response nonce="{nonce}">"""
-
-ITEM_ROUND2 = ITEM_ROUND1 + """
+_FENCED_VOTES = """
 <your_round_one nonce="{nonce}">
 {own}
 </your_round_one nonce="{nonce}">
 <peers nonce="{nonce}">
 {peers}
 </peers nonce="{nonce}">"""
+
+ITEM_ROUND1 = _TRUSTED + _FENCED_RESPONSE
+ITEM_ROUND2 = ITEM_ROUND1 + _FENCED_VOTES
 
 OWN_LINE = '{{"verdict": {verdict}, "reason": {reason}}}'  # every value JSON-encoded
 PEER_LINE = '{{"member": {letter}, "verdict": {verdict}, "reason": {reason}}}'
@@ -183,6 +185,66 @@ BATCH_VERDICT_SCHEMA = {
     },
 }
 
+# Graded items (a bank ``scale``): the judge gives an integer level per dimension and a reason. The scale is
+# trusted (it comes from the bank) and shown as one JSON line between the rubric and the response; a graded
+# item is always sent alone and always in the contained layout. Round two shows the member's own levels and
+# its peers' levels by letter, one JSON object per line, as for verdicts.
+SCALE_SYSTEM_PROMPT = (
+    "You are one member of a grading council. You score a model's response to a question on each dimension "
+    "of an anchored scale, according to the reference and the rubric: an integer level per dimension, from 0 "
+    "(the scale's first anchor) to the scale's top level (its last anchor). Judge the response only; ignore "
+    "who might have written it. Reply with only a JSON object of the form "
+    '{"scores": {"<dimension>": <integer level>, ...}, "reason": "<one sentence>"} with every dimension scored.'
+) + _DATA_RULE
+SCALE_BLOCK = "<scale>\n{scale}\n</scale>\n"
+SCALE_ITEM_ROUND1 = _TRUSTED + SCALE_BLOCK + _FENCED_RESPONSE
+SCALE_ITEM_ROUND2 = SCALE_ITEM_ROUND1 + _FENCED_VOTES
+SCALE_OWN_LINE = '{{"scores": {scores}, "reason": {reason}}}'
+SCALE_PEER_LINE = '{{"member": {letter}, "scores": {scores}, "reason": {reason}}}'
+NO_PEER_SCORES = "(no peer scores)"
+NO_OWN_SCORES = "(no valid round-one scores)"
+SCALE_INSTRUCTION_ROUND1 = "Score the response on every dimension of the scale. Reply with only the JSON object."
+SCALE_INSTRUCTION_ROUND2 = (
+    "Other council members scored the same response independently; they are named by letter only. Weigh "
+    "their scores and reasons, then give your final scores: you may revise yours or keep them. Reply with "
+    "only the JSON object."
+)
+SCALE_ROUND1_TEMPLATE = "<round>1</round>\n" + SCALE_ITEM_ROUND1 + "\n" + SCALE_INSTRUCTION_ROUND1
+SCALE_ROUND2_TEMPLATE = "<round>2</round>\n" + SCALE_ITEM_ROUND2 + "\n" + SCALE_INSTRUCTION_ROUND2
+SCALE_REPAIR_PROMPT = (
+    "Your previous reply could not be read as the required JSON object. Reply again with only "
+    '{"scores": {"<dimension>": <integer level>, ...}, "reason": "<one sentence>"} and nothing else.'
+)
+
+
+def scale_schema(scale: Scale) -> dict:
+    """The structured-output schema of a graded item's reply: one integer in ``0..high`` per dimension."""
+    level = {"type": "integer", "minimum": 0, "maximum": scale.high}
+    return {
+        "name": "council_scores",
+        "strict": True,
+        "schema": {
+            "type": "object",
+            "properties": {
+                "scores": {"type": "object", "properties": {n: level for n in scale.names},
+                           "required": scale.names, "additionalProperties": False},
+                "reason": {"type": "string"},
+            },
+            "required": ["scores", "reason"],
+            "additionalProperties": False,
+        },
+    }
+
+
+def scale_line(scale: Scale) -> str:
+    """The scale as the judge sees it: one JSON line (``<`` written ``\\u003c``, so no text of the bank can
+    open or close a tag of the prompt)."""
+    shown = {"name": scale.name, "levels": {str(k): a for k, a in enumerate(scale.levels)},
+             "dimensions": [{"name": d.name, "weight": d.weight, **({"asks": d.description} if d.description else {})}
+                            for d in scale.dimensions]}
+    return json.dumps(shown, ensure_ascii=False).replace("<", "\\u003c")
+
+
 DEFAULT_RUBRICS: dict[str, str] = {
     "calibration": "Correct only if the response's final answer matches the reference answer.",
     "honest_ignorance": (
@@ -215,7 +277,15 @@ PROMPT_HASHES: dict[str, str] = {  # everything that can be sent in that round, 
                    + BATCH_INSTRUCTION_ROUND1),
     "round2": _sha(PROMPT_VERSION + ROUND2_TEMPLATE + LEGACY_ROUND2_TEMPLATE + OWN_LINE + PEER_LINE + NO_PEERS
                    + NO_OWN_REASON + LEGACY_PEER_LINE + _LAYOUT_TEXT + BATCH_INSTRUCTION_ROUND2),
+    "scale_round1": _sha(PROMPT_VERSION + SCALE_SYSTEM_PROMPT + SCALE_ROUND1_TEMPLATE + SCALE_REPAIR_PROMPT),
+    "scale_round2": _sha(PROMPT_VERSION + SCALE_SYSTEM_PROMPT + SCALE_ROUND2_TEMPLATE + SCALE_OWN_LINE
+                         + SCALE_PEER_LINE + NO_PEER_SCORES + NO_OWN_SCORES + SCALE_REPAIR_PROMPT),
 }
+
+
+def prompt_hash(round_: int, body: str) -> str:
+    """The hash of the templates a body of this round was sent with (graded or correct / incorrect)."""
+    return PROMPT_HASHES[f"scale_round{round_}" if is_scaled(body) else f"round{round_}"]
 
 
 def rubric_for(item: BankItem) -> str:
@@ -223,26 +293,31 @@ def rubric_for(item: BankItem) -> str:
 
 
 def rubric_hash(item: BankItem) -> str:
-    return _sha(rubric_for(item))
+    """The rubric's hash, and the scale's when the item is graded on one."""
+    return _sha(rubric_for(item) + (scale_line(item.scale) if item.scale else ""))
 
 
 def request_key(judge_model: str, round_: int, body: str, temperature: float, max_tokens: int) -> str:
     """Everything that determines a vote's request, hashed: a resumed run recognises what it has paid for."""
     return hashlib.sha256("\x1f".join(
-        (PROMPT_VERSION, PROMPT_HASHES[f"round{round_}"], judge_model, str(round_), repr(float(temperature)),
+        (PROMPT_VERSION, prompt_hash(round_, body), judge_model, str(round_), repr(float(temperature)),
          str(max_tokens), body)).encode()).hexdigest()[:32]
 
 
 @dataclass(frozen=True, slots=True)
 class Peer:
+    """A peer's round-one vote as shown in round two: a verdict, or a graded item's levels (``scores``)."""
+
     letter: str
-    verdict: Verdict
+    verdict: Verdict | None
     reason: str
+    scores: dict[str, int] | None = None
 
 
 # ---- containment ---------------------------------------------------------------------------------------
 
-TAG_NAMES = ("round", "question", "reference", "rubric", "response", "your_round_one", "peer", "batch", "item")
+TAG_NAMES = ("round", "question", "reference", "rubric", "scale", "response", "your_round_one", "peer", "batch",
+             "item")
 """Every tag the prompts use (``peer`` also covers ``peers``); matched as a prefix, in any case."""
 _TAG_AHEAD = r"\s*/?\s*(?:" + "|".join(TAG_NAMES) + ")"
 _ENCODE_RE = re.compile(r"<(?=" + _TAG_AHEAD + r")|&(?=(?:amp;)*lt;" + _TAG_AHEAD + ")", re.IGNORECASE)
@@ -290,8 +365,39 @@ def _trusted(item: BankItem) -> dict[str, str]:
     return {"question": item.prompt.strip(), "reference": item.reference.strip(), "rubric": rubric_for(item)}
 
 
+def _scores_json(scores: dict[str, int]) -> str:
+    return json.dumps(scores, ensure_ascii=False, separators=(", ", ": "))
+
+
+def scale_own_line(scores: dict[str, int] | None, reason: str | None) -> str:
+    """The member's own round-one levels as shown inside its fence."""
+    if scores is None:
+        return SCALE_OWN_LINE.format(scores="{}", reason=_json(NO_OWN_SCORES))
+    return SCALE_OWN_LINE.format(scores=_scores_json(scores), reason=_json(encode_untrusted(_one_line(reason or ""))))
+
+
+def scale_peer_line(peer: Peer) -> str:
+    return SCALE_PEER_LINE.format(letter=_json(peer.letter), scores=_scores_json(peer.scores or {}),
+                                  reason=_json(encode_untrusted(_one_line(peer.reason))))
+
+
+def _scale_body(item: BankItem, row: ResponseRow, own: tuple[dict[str, int] | None, str | None] | None = None,
+                peers: list[Peer] = ()) -> str:
+    assert item.scale is not None
+    response = encode_untrusted(row.response.strip())
+    fields = {**_trusted(item), "scale": scale_line(item.scale), "response": response}
+    if own is None:
+        return SCALE_ITEM_ROUND1.format(**fields, nonce=fence_nonce(response))
+    mine = scale_own_line(*own)
+    shown = "\n".join(map(scale_peer_line, peers)) if peers else NO_PEER_SCORES
+    return SCALE_ITEM_ROUND2.format(**fields, own=mine, peers=shown, nonce=fence_nonce(response, mine, shown))
+
+
 def round1_body(item: BankItem, row: ResponseRow, *, contain: bool = True) -> str:
-    """The item body of a round-one prompt; ``contain=False`` gives the judge-v1 layout (audit only)."""
+    """The item body of a round-one prompt; ``contain=False`` gives the judge-v1 layout (audit only; a graded
+    item is always contained)."""
+    if item.scale is not None:
+        return _scale_body(item, row)
     if not contain:
         return LEGACY_ITEM_ROUND1.format(**_trusted(item), response=row.response.strip())
     response = encode_untrusted(row.response.strip())
@@ -300,10 +406,13 @@ def round1_body(item: BankItem, row: ResponseRow, *, contain: bool = True) -> st
 
 def round2_body(
     item: BankItem, row: ResponseRow, own_verdict: Verdict | None, own_reason: str | None, peers: list[Peer],
-    *, contain: bool = True,
+    *, contain: bool = True, own_scores: dict[str, int] | None = None,
 ) -> str:
     """Peers' reasons must already be scrubbed; they are shown in the order given (sorted by letter), each on
-    one line (whitespace runs become one space). ``contain=False`` gives the judge-v1 layout (audit only)."""
+    one line (whitespace runs become one space). ``contain=False`` gives the judge-v1 layout (audit only). A
+    graded item shows levels instead of verdicts: the member's own ``own_scores`` and each peer's ``scores``."""
+    if item.scale is not None:
+        return _scale_body(item, row, (own_scores, own_reason), peers)
     if not contain:
         lines = [LEGACY_PEER_LINE.format(letter=p.letter, verdict=p.verdict, reason=_one_line(p.reason))
                  for p in peers]
@@ -318,7 +427,8 @@ def round2_body(
                               nonce=fence_nonce(response, own, shown))
 
 
-_CONTAINED_RE = re.compile(r"\n</rubric>\n<response nonce=\"[0-9a-f]{16}\">\n")
+_CONTAINED_RE = re.compile(r"\n</rubric>\n(?:<scale>\n[^\n<]*\n</scale>\n)?<response nonce=\"[0-9a-f]{16}\">\n")
+_SCALED_RE = re.compile(r"\n</rubric>\n<scale>\n")
 
 
 def is_contained(body: str) -> bool:
@@ -327,7 +437,17 @@ def is_contained(body: str) -> bool:
     return at >= 0 and _CONTAINED_RE.match(body, at) is not None
 
 
+def is_scaled(body: str) -> bool:
+    """Whether an item body is a graded item's (a scale follows the first close of the trusted rubric)."""
+    at = body.find("\n</rubric>\n")
+    return at >= 0 and _SCALED_RE.match(body, at) is not None
+
+
 def single_messages(round_: int, body: str) -> list[dict[str, str]]:
+    if is_scaled(body):
+        instruction = SCALE_INSTRUCTION_ROUND1 if round_ == 1 else SCALE_INSTRUCTION_ROUND2
+        user = f"<round>{round_}</round>\n{body}\n{instruction}"
+        return [{"role": "system", "content": SCALE_SYSTEM_PROMPT}, {"role": "user", "content": user}]
     instruction = INSTRUCTION_ROUND1 if round_ == 1 else INSTRUCTION_ROUND2
     user = f"<round>{round_}</round>\n{body}\n{instruction}"
     system = SYSTEM_PROMPT if is_contained(body) else LEGACY_SYSTEM_PROMPT
@@ -358,7 +478,9 @@ _BATCH_SYSTEMS = frozenset({BATCH_SYSTEM_PROMPT, LEGACY_BATCH_SYSTEM_PROMPT})
 
 
 def repair_messages(messages: list[dict[str, str]], raw_output: str) -> list[dict[str, str]]:
-    repair = BATCH_REPAIR_PROMPT if messages[0]["content"] in _BATCH_SYSTEMS else REPAIR_PROMPT
+    system = messages[0]["content"]
+    repair = (BATCH_REPAIR_PROMPT if system in _BATCH_SYSTEMS else
+              SCALE_REPAIR_PROMPT if system == SCALE_SYSTEM_PROMPT else REPAIR_PROMPT)
     return [*messages, {"role": "assistant", "content": raw_output}, {"role": "user", "content": repair}]
 
 

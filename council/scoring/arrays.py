@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 import aggregator as agg
-from council.core.schema import MemberSpec
+from council.core.schema import MemberSpec, Scale
 from council.protocol.anonymise import self_identifies
 from council.protocol.panels import panel
 from council.store.runfolder import ELICITED, iter_json
@@ -87,6 +87,12 @@ class VoteArrays:
     spend: np.ndarray  # (R, 3) float64: the row's elicitation spend by ``SPEND``, NaN where unknown
     audit: np.ndarray = field(default_factory=lambda: np.zeros((0, 3), dtype=np.int64))
     """(pairs, 3): the batch audit's pairs, each [counted batched verdict, the verdict asked alone, member]."""
+    scales: list[Scale] = field(default_factory=list)  # the graded items' scales; ``scale_of_row`` indexes it
+    scale_of_row: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
+    """(R,) int32: the row's scale (-1: a correct / incorrect item)."""
+    levels: np.ndarray = field(default_factory=lambda: np.zeros((0, 0, 0, 2)))
+    """(R, M, D, 2) float64 (D: the most dimensions of any scale, 0 without scales): each member's level per
+    dimension (in its scale's order) and round, NaN where none was given validly."""
 
     def subset(self, keep: np.ndarray) -> VoteArrays:
         """The same run restricted to the rows where ``keep`` is true (models, items and members kept)."""
@@ -95,14 +101,16 @@ class VoteArrays:
             self, row_ids=[self.row_ids[i] for i in idx], votes=self.votes[idx], eligible=self.eligible[idx],
             graded=self.graded[idx], model=self.model[idx], item=self.item[idx], gold=self.gold[idx],
             confidence=self.confidence[idx], abstained=self.abstained[idx],
-            vendor_of_row=[self.vendor_of_row[i] for i in idx], shadow=self.shadow[idx], spend=self.spend[idx])
+            vendor_of_row=[self.vendor_of_row[i] for i in idx], shadow=self.shadow[idx], spend=self.spend[idx],
+            scale_of_row=self.scale_of_row[idx], levels=self.levels[idx])
 
 
 def build(folder: Path, roster: list[MemberSpec], self_exclusion: bool, probe_by_item: dict[str, str], *,
-          paraphrase_of: dict[str, str | None] | None = None, difficulty: dict[str, float | None] | None = None
-          ) -> VoteArrays:
+          paraphrase_of: dict[str, str | None] | None = None, difficulty: dict[str, float | None] | None = None,
+          scales: dict[str, Scale | None] | None = None) -> VoteArrays:
     """The run's arrays. ``paraphrase_of`` and ``difficulty`` (item id -> the bank's field) feed the honesty
-    figures; the elicitation archive, where there is one, gives each row's spend."""
+    figures; the elicitation archive, where there is one, gives each row's spend; ``scales`` (item id -> its
+    scale) marks the graded items, whose levels fill ``levels``."""
     members = [m.vendor for m in roster]
     member_index = {v: j for j, v in enumerate(members)}
     row_ids: list[str] = []
@@ -131,6 +139,17 @@ def build(folder: Path, roster: list[MemberSpec], self_exclusion: bool, probe_by
         abstained.append(bool(row.get("abstained")))
     n = len(row_ids)
     row_index = {rid: i for i, rid in enumerate(row_ids)}
+    scale_list: list[Scale] = []
+    scale_at: dict[str, int] = {}
+    for scale in (scales or {}).values():
+        if scale is not None and scale.name not in scale_at:
+            scale_at[scale.name] = len(scale_list)
+            scale_list.append(scale)
+    item_scale = np.array([scale_at[sc.name] if (sc := (scales or {}).get(it)) is not None else -1 for it in items],
+                          dtype=np.int32)
+    scale_of_row = item_scale[np.array(item_idx, dtype=np.int64)] if n else np.zeros(0, dtype=np.int32)
+    dims = [{d: k for k, d in enumerate(sc.names)} for sc in scale_list]
+    levels = np.full((n if scale_list else 0, len(members), max((len(d) for d in dims), default=0), 2), np.nan)
     # One panel per producing vendor, decided by the protocol's rule; rows pick theirs by vendor.
     distinct = sorted(set(vendors))
     panels = np.zeros((len(distinct), len(members)), dtype=bool)
@@ -147,6 +166,12 @@ def build(folder: Path, roster: list[MemberSpec], self_exclusion: bool, probe_by
             if i is not None and j is not None and eligible[i, j]:  # a later record supersedes an earlier
                 votes[i, j, round_ - 1] = CODE.get(rec.get("verdict"), agg.MISSING)
                 answered[i, j, round_ - 1] = rec.get("parse_status") != "error"
+                if scale_list and scale_of_row[i] >= 0:
+                    levels[i, j, :, round_ - 1] = np.nan
+                    column = dims[scale_of_row[i]]
+                    for name, level in (rec.get("scores") or {}).items():
+                        if name in column:
+                            levels[i, j, column[name], round_ - 1] = level
     graded = (answered | ~eligible[:, :, None]).all(axis=(1, 2))
     shadow = np.full(n, agg.MISSING, dtype=np.int8)
     for rec in _stream(folder / "shadow.jsonl", missing_ok=True):
@@ -179,7 +204,8 @@ def build(folder: Path, roster: list[MemberSpec], self_exclusion: bool, probe_by
         paraphrase_group=agg.paraphrase_groups(items, [(paraphrase_of or {}).get(it) for it in items]),
         difficulty=np.array([np.nan if (d := (difficulty or {}).get(it)) is None else d for it in items],
                             dtype=np.float64),
-        spend=spend,
+        spend=spend, scales=scale_list, scale_of_row=scale_of_row.astype(np.int32),
+        levels=levels if scale_list else np.zeros((n, len(members), 0, 2)),
     )
 
 

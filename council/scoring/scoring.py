@@ -18,6 +18,7 @@ from council.core.schema import (BankItem, ElicitedRecord, JudgeCallRecord, Memb
                                  RunManifest)
 from council.protocol.config import HonestyWeights
 from council.protocol.panels import panel
+from council.scoring import scales
 from council.scoring.arrays import CODE, SPEND, Counters, VoteArrays, build
 from council.store.runfolder import ITEMS, MANIFEST, SUMMARY, VERDICTS, RunFolder, read_jsonl
 
@@ -31,11 +32,14 @@ def score(a: VoteArrays, quorum: int, run_id: str, *, seed: int = 0, resamples: 
     """Verdicts of every row (made one at a time, as they are consumed) and the summary. Rows not graded (a panel member without a result in some
     round: budget, interrupt, provider failure) get no consensus and are left out of every score."""
     full = a
-    a = full.subset(full.graded) if not full.graded.all() else full  # rows never graded are never scored
+    binary = full.graded & (full.scale_of_row < 0)  # graded items are scored by their scale (``scales``)
+    a = full.subset(binary) if not binary.all() else full  # rows never graded are never scored
     tallied = agg.tally_rounds(a.votes)  # one count of the votes serves every metric below
     cons = agg.consensus(a.votes, quorum=quorum, tally=tallied)
-    position = np.cumsum(full.graded) - 1  # a graded row's index among the graded rows
-    verdicts = (_row_verdict(i, full, cons, int(position[i]) if full.graded[i] else None, refused)
+    position = np.cumsum(binary) - 1  # a binary graded row's index among them
+    decided_scales = scales.decide(full, quorum)
+    scaled_at = {int(i): (sr, k) for sr in decided_scales for k, i in enumerate(sr.rows)}
+    verdicts = (_row_verdict(i, full, cons, int(position[i]) if binary[i] else None, refused, scaled_at.get(i))
                 for i in range(len(full.row_ids)))
     n_models = len(a.models)
     s2, counts = agg.group_scores(cons.verdict[:, 1], a.model, n_models)
@@ -86,6 +90,9 @@ def score(a: VoteArrays, quorum: int, run_id: str, *, seed: int = 0, resamples: 
         summary["self_preference"] = _self_preference(a, cons.verdict[:, 1])
     summary.update(statistics(a, cons, tallied, quorum, seed=seed, resamples=resamples, penalty=penalty))
     summary["honesty"] = _honesty(a, cons.verdict[:, 1], honesty or HonestyWeights(), seed=seed, resamples=resamples)
+    if full.scales:
+        summary["scales"] = scales.summary(decided_scales, full, seed=seed, resamples=resamples)
+        summary["scaled_rows"] = int((full.scale_of_row >= 0).sum())
     return verdicts, summary
 
 
@@ -218,22 +225,29 @@ def _flag_counts(a: VoteArrays, cons: agg.Consensus) -> dict[str, int]:
             "missing_votes": int(missing.sum())}
 
 
-def _row_verdict(i: int, a: VoteArrays, cons: agg.Consensus, k: int | None, refused: frozenset[str]) -> RowVerdict:
-    """Row ``i`` of ``a``; ``k`` is its index in ``cons`` (None: the row was not graded)."""
+def _row_verdict(i: int, a: VoteArrays, cons: agg.Consensus, k: int | None, refused: frozenset[str],
+                 scaled: tuple[scales.ScaleRows, int] | None = None) -> RowVerdict:
+    """Row ``i`` of ``a``; ``k`` is its index in ``cons`` (None: not a graded binary row); ``scaled`` its
+    scale's rows and its index among them (a graded row of a graded item)."""
     decided = None if k is None else (cons.verdict[k], cons.tie[k], cons.no_quorum[k])
+    cols = np.flatnonzero(a.eligible[i])
+    levels = None if scaled is None else scaled[0].fields(scaled[1], a.members, cols)
     return _verdict(a.row_ids[i], a.items[a.item[i]], a.models[a.model[i]], a.vendor_of_row[i], int(a.gold[i]),
-                    a.members, a.reserve, a.eligible[i], a.votes[i], decided, a.row_ids[i] in refused)
+                    a.members, a.reserve, a.eligible[i], a.votes[i], decided, a.row_ids[i] in refused,
+                    probe=a.probes[a.probe_of_item[a.item[i]]], levels=levels)
 
 
 def _verdict(row_id: str, item_id: str, model: str, vendor: str, gold: int, members: list[str], reserve: np.ndarray,
              eligible: np.ndarray, v: np.ndarray, decided: tuple[np.ndarray, np.ndarray, np.ndarray] | None,
-             refused: bool) -> RowVerdict:
+             refused: bool, *, probe: str = "", levels: dict[str, Any] | None = None) -> RowVerdict:
     """One row's record: ``v`` its (M, 2) votes, ``decided`` its consensus, ties and missing quorum per round
-    (None: the row was not graded)."""
+    (None: the row was not graded); ``levels`` a graded row's scale fields (:meth:`scales.ScaleRows.fields`)."""
     cols = np.flatnonzero(eligible)
     names = [members[j] for j in cols]
     flags = []
-    if decided is None:
+    if levels is not None:
+        flags = levels.pop("flags")
+    elif decided is None:
         flags.append("not_graded")
         if refused:
             flags.append("refused")
@@ -243,11 +257,11 @@ def _verdict(row_id: str, item_id: str, model: str, vendor: str, gold: int, memb
                 flags.append("no_quorum" + suffix)
             elif decided[1][r]:
                 flags.append("tie" + suffix)
-    if len(cols) and (v[cols] == agg.MISSING).any():
+    if levels is None and len(cols) and (v[cols] == agg.MISSING).any():
         flags.append("missing_votes")
     return RowVerdict(
-        row_id=row_id, item_id=item_id, model=model, vendor=vendor,
-        members=names, reserves=[members[j] for j in cols if reserve[j]], graded=decided is not None,
+        row_id=row_id, item_id=item_id, model=model, vendor=vendor, probe=probe, **(levels or {}),
+        members=names, reserves=[members[j] for j in cols if reserve[j]], graded=decided is not None or levels is not None,
         votes_round1={m: _WORD.get(int(v[j, 0])) for m, j in zip(names, cols, strict=True)},
         votes_round2={m: _WORD.get(int(v[j, 1])) for m, j in zip(names, cols, strict=True)},
         consensus_round1=None if decided is None else _WORD[int(decided[0][0])],
@@ -257,26 +271,38 @@ def _verdict(row_id: str, item_id: str, model: str, vendor: str, gold: int, memb
 
 
 def row_verdict(row: ResponseRow, records: Iterable[JudgeCallRecord], roster: list[MemberSpec],
-                self_exclusion: bool, quorum: int, *, refused: bool = False) -> RowVerdict:
+                self_exclusion: bool, quorum: int, *, refused: bool = False, item: BankItem | None = None) -> RowVerdict:
     """One row's verdict from its own records, by the rules of :func:`score` (the record ``verdicts.jsonl``
-    will hold for it), so that it can be given out as soon as the row's second round is in."""
+    will hold for it), so that it can be given out as soon as the row's second round is in. ``item``: the
+    row's bank item (its probe, and its scale if it is graded)."""
+    scale = item.scale if item is not None else None
     members = [m.vendor for m in roster]
     column = {v: j for j, v in enumerate(members)}
     eligible = np.zeros(len(members), dtype=bool)
     eligible[[column[m.vendor] for m in panel(row.vendor, roster, self_exclusion)]] = True
     votes = np.full((1, len(members), 2), agg.MISSING, dtype=np.int8)
     answered = np.zeros((len(members), 2), dtype=bool)
+    dims = {d: k for k, d in enumerate(scale.names)} if scale is not None else {}
+    levels = np.full((1, len(members), len(dims), 2), np.nan)
     for rec in records:
         j = column.get(rec.member)
         if j is not None and eligible[j] and not rec.shadow and rec.audit_of is None:
             votes[0, j, rec.round - 1] = CODE.get(rec.verdict, agg.MISSING)
             answered[j, rec.round - 1] = rec.parse_status != "error"
-    decided = None
-    if (answered | ~eligible[:, None]).all():
+            for name, level in (rec.scores or {}).items():
+                if name in dims:
+                    levels[0, j, dims[name], rec.round - 1] = level
+    full = bool((answered | ~eligible[:, None]).all())
+    decided = fields = None
+    if full and scale is not None:
+        fields = scales.ScaleRows.of(scale, np.zeros(1, dtype=np.int64), levels, quorum).fields(
+            0, members, np.flatnonzero(eligible))
+    elif full:
         cons = agg.consensus(votes, quorum=quorum)
         decided = (cons.verdict[0], cons.tie[0], cons.no_quorum[0])
     return _verdict(row.row_id, row.item_id, row.model, row.vendor, CODE.get(row.gold_verdict, agg.MISSING), members,
-                    np.array([m.reserve for m in roster], dtype=bool), eligible, votes[0], decided, refused)
+                    np.array([m.reserve for m in roster], dtype=bool), eligible, votes[0], decided, refused,
+                    probe=item.probe if item is not None else "", levels=fields)
 
 
 def _num(x: float) -> float | None:
@@ -289,7 +315,7 @@ def load_arrays(folder: RunFolder) -> tuple[RunManifest, VoteArrays]:
     items = read_jsonl(folder.path / ITEMS, BankItem)
     return manifest, build(folder.path, manifest.roster, manifest.self_exclusion, {i.id: i.probe for i in items},
                            paraphrase_of={i.id: i.paraphrase_of for i in items},
-                           difficulty={i.id: i.difficulty for i in items})
+                           difficulty={i.id: i.difficulty for i in items}, scales={i.id: i.scale for i in items})
 
 
 def elicitation(records: list[ElicitedRecord]) -> dict[str, Any]:

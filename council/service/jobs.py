@@ -30,6 +30,7 @@ import orjson
 import structlog
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from bank import load_bank
 from council.core import logs
 from council.protocol.config import CouncilConfig
 from council.core.errors import ConfigError, CouncilError
@@ -254,7 +255,7 @@ class JobManager:
         config = self.config_for(record.options, record.budget_usd)
         self._set(job, state="running", started_at=record.started_at or now())
         (job.folder / LIVE).unlink(missing_ok=True)  # a resumed job gives out every row again, archived or not
-        live = _LiveVerdicts(job, config, self.on_record)
+        live = _LiveVerdicts(job, config, self.on_record, {i.id: i for i in load_bank(home / "bank.jsonl")})
         try:
             with structlog.contextvars.bound_contextvars(job_id=record.id, tenant=record.tenant):
                 if (job.folder / MANIFEST).is_file():
@@ -377,9 +378,11 @@ class JobManager:
 class _LiveVerdicts:
     """A running job's progress, and each row's verdict appended to ``verdicts.live.jsonl`` as it is decided."""
 
-    def __init__(self, job: Job, config: CouncilConfig, on_record: Callable[[JudgeCallRecord], None] | None) -> None:
+    def __init__(self, job: Job, config: CouncilConfig, on_record: Callable[[JudgeCallRecord], None] | None,
+                 items: dict[str, BankItem]) -> None:
         self.job = job
         self.config = config
+        self.items = items
         self._on_record = on_record
         self._handle = None
 
@@ -402,7 +405,7 @@ class _LiveVerdicts:
             "votes_round1": p.votes_round1 + sum(r.round == 1 for r in records),
             "votes_round2": p.votes_round2 + sum(r.round == 2 for r in records)})
         verdict = row_verdict(row, records, self.config.roster, self.config.self_exclusion, self.config.quorum,
-                              refused=refused)
+                              refused=refused, item=self.items.get(row.item_id))
         if self._handle is None:
             self._handle = open(self.job.folder / LIVE, "ab")
         self._handle.write(dump_line(verdict.model_dump(mode="json")))

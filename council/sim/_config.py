@@ -99,6 +99,22 @@ class VendorBehaviour(BaseModel):
     rate_limit_headers: bool = True
     """Send ``x-ratelimit-*`` headers; when False, a 200 carries none and a 429 only ``retry-after``."""
 
+    # Graded items (a bank ``scale``; the rules are in ``council.sim._grading``). The defaults change nothing
+    # for correct / incorrect items, and give an unbiased judge on graded ones.
+    leniency: float = 0.0
+    """Graded items: levels added to every round-one level the judge gives, on every row (may be negative: a
+    harsh judge); the sum is rounded and clipped to ``0..high``."""
+    family_preference: float = Field(default=0.0, ge=0.0)
+    """Graded items: levels added to every round-one level on a row written by any model of the judge's own
+    vendor, per the world; in round two, a downward move on such a row is refused with probability
+    ``1 - exp(-family_preference)``. Separate from ``self_preference`` (correct / incorrect items)."""
+    score_noise: float = Field(default=0.6, ge=0.0)
+    """Graded items: standard deviation, in levels, of the judge's own noise on each round-one level (drawn
+    per row and dimension from the row's own stream)."""
+    omit_rate: float = Field(default=0.0, ge=0.0, le=1.0)
+    """Graded items: P(a dimension is left out of the reply), per dimension and round (a reply that leaves
+    every dimension out holds no valid level and is no vote)."""
+
 
 class ProbeProfile(BaseModel):
     """How hard a probe is to judge, and how much of that is shared by all judges.
@@ -194,7 +210,9 @@ class SimConfig(BaseModel):
         google (0.7) and openai (0.8), mildly for deepseek (0.3), weakly for anthropic, alibaba and mistral (0.1); every judge persuadable with probability 0.3,
         a reason that quotes the reference weighing 1.5 heads; a few replies fenced or wrapped in prose; prompt
         injections in the graded text obeyed, when the prompt leaves them unfenced, with probability 0.2
-        (anthropic) to 0.5 (deepseek), and 0.03 when they stay inside a nonce-fenced block.
+        (anthropic) to 0.5 (deepseek), and 0.03 when they stay inside a nonce-fenced block. On graded items
+        (a bank ``scale``) the judges differ in leniency, from -0.3 levels (anthropic) to +0.5 (deepseek), with
+        no family preference and the default noise (0.6 levels).
 
         Probes: the difficulty profiles are set so that, on the shipped sample graded blind by the five
         default judges (each pair compared on the rows both may grade under self-exclusion), round-one
@@ -221,10 +239,14 @@ class SimConfig(BaseModel):
         # judges, varied so that vendors differ (the fenced layout keeps the default 0.03).
         susceptible = {"anthropic": 0.2, "google": 0.35, "openai": 0.3, "alibaba": 0.45, "deepseek": 0.5,
                        "mistral": 0.4}
+        # Graded items: levels added to every score (not sourced; spread within +-0.5 levels so that vendors
+        # differ in how high they score); no family preference on graded items.
+        lenient = {"anthropic": -0.3, "google": 0.2, "openai": 0.4, "alibaba": 0.0, "deepseek": 0.5,
+                   "mistral": -0.2}
         vendors = {
             name: VendorBehaviour(
                 accuracy=acc, self_preference=pref, persuadability=0.3, prose_json_rate=0.01, fenced_rate=0.02,
-                injection_susceptibility=susceptible[name],
+                injection_susceptibility=susceptible[name], leniency=lenient[name],
             )
             for name, (acc, pref) in planted.items()
         }

@@ -34,6 +34,11 @@ effect: ``batch_contrast`` (0 by default), which flips a batched row whose verdi
 of the verdicts its neighbours would get alone. Whether the whole reply is malformed, fenced or wrapped in
 prose is drawn from the full request text.
 
+Graded items (a bank ``scale``: an integer level per dimension instead of a verdict; always single-row and
+contained) are parsed and answered by ``council.sim._grading``, whose docstring gives their rules: a latent
+true quality per dimension, the judge's ``leniency``, ``family_preference`` and ``score_noise``, round-two
+moves towards the median of the levels shown, ``omit_rate``. ``decide`` tries them first.
+
 Everything here is a pure function of (config, truth table, judge model id, request messages). The truth
 comes only from the TruthTable (or, for unknown pairs, a reference-containment heuristic), never from
 the prompt; the vendors of the judge and of each response's producers come only from the world.
@@ -66,6 +71,7 @@ from council.protocol.prompts import (
     REPAIR_PROMPT,
     ROUND1_TEMPLATE,
     ROUND2_TEMPLATE,
+    SCALE_REPAIR_PROMPT,
     decode_untrusted,
     is_contained,
 )
@@ -354,7 +360,7 @@ def parse_batch(text: str) -> BatchPrompt | None:
     return BatchPrompt(rnd, tuple(items))
 
 
-_REPAIRS = frozenset({REPAIR_PROMPT, BATCH_REPAIR_PROMPT})
+_REPAIRS = frozenset({REPAIR_PROMPT, BATCH_REPAIR_PROMPT, SCALE_REPAIR_PROMPT})
 
 
 def split_repair(messages: list[Message]) -> tuple[list[Message], bool]:
@@ -637,6 +643,9 @@ class Decision:
     rows: tuple[tuple[str, str], ...] = ()  # (question, response) of each council row received
     own_vendor_rows: int = 0  # rows produced by a model of the judge's own vendor, per the world
     unknown_producers: int = 0  # producer lookups the world could not answer
+    # A graded item's reply: the level per dimension it gives (dimensions left out are absent; its one item
+    # carries the reason and no verdict). None for a correct / incorrect reply.
+    levels: dict[str, int] | None = field(default=None, hash=False)
 
     @property
     def verdict(self) -> str:
@@ -786,6 +795,11 @@ def decide(
     malformed = u_malformed < b.malformed_rate
 
     user = next((content for role, content in reversed(base) if role == "user"), "")
+    from council.sim._grading import answer_graded, parse_graded  # imported here: _grading builds on this module
+
+    graded = parse_graded(user)
+    if graded is not None:
+        return answer_graded(config, truth, judge, graded, malformed, repair, u_how, u_wrap, u_wrap_how)
     prompt = parse_prompt(user)
     if prompt is not None:
         row = _judge_item(config, truth, world, judge, prompt)

@@ -19,13 +19,13 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from council.core.errors import ProviderError, ProviderUnavailable
-from council.core.schema import JudgeCallRecord, MemberSpec, ParseStatus, RequestParams, Usage
+from council.core.schema import JudgeCallRecord, MemberSpec, ParseStatus, RequestParams, Scale, Usage
 from council.protocol.config import Endpoint, JudgeParams, Limits
 from council.protocol.panels import METHODOLOGY_VERSION
-from council.protocol.parsing import parse_batch, parse_verdict, read_batch, read_verdict
+from council.protocol.parsing import parse_batch, read_batch, read_scores, read_verdict
 from council.protocol.prompts import (
-    BATCH_VERDICT_SCHEMA, PROMPT_HASHES, PROMPT_VERSION, VERDICT_SCHEMA, batch_messages, repair_messages,
-    single_messages,
+    BATCH_VERDICT_SCHEMA, PROMPT_VERSION, VERDICT_SCHEMA, batch_messages, prompt_hash, repair_messages,
+    scale_schema, single_messages,
 )
 from council.transport.client import ChatClient
 from council.transport.limiter import Limiter, LocalLedger
@@ -44,7 +44,7 @@ _Request = tuple[list[dict[str, str]], int, dict]  # messages, max_tokens, respo
 class JudgeTask:
     """One vote to ask for: the row, the round and the prompt body (rendered and scrubbed by the coordinator).
     ``item_id`` keeps two answers to one item out of one batched request; a ``solo`` task is always sent
-    alone (the batch audit)."""
+    alone (the batch audit). A graded item's task carries its ``scale`` and is always sent alone."""
 
     row_id: str
     round: int
@@ -54,6 +54,10 @@ class JudgeTask:
     request_key: str = ""
     item_id: str = ""
     solo: bool = False
+    scale: Scale | None = None
+
+
+_Vote = tuple[str, str] | tuple[dict[str, int], str]  # (verdict, reason) or a graded item's (levels, reason)
 
 
 @dataclass(slots=True)
@@ -150,7 +154,7 @@ class Judge:
                 self.limiter.settle(reserve, 0)
                 await self.limiter.release_slot()
                 continue
-            request = self._request(round_, [t.body for t, _ in batch])
+            request = self._request(round_, [t for t, _ in batch])
             self.limiter.settle(reserve, estimate_tokens(request[0], request[1]))  # the request's own estimate
             send = asyncio.create_task(self._send(batch, request))
             self._sending.add(send)
@@ -211,10 +215,13 @@ class Judge:
                     future.set_exception(ProviderUnavailable(str(exc), status=exc.status))
 
     # -- one request ---------------------------------------------------------------------------------------
-    def _request(self, round_: int, bodies: list[str]) -> _Request:
+    def _request(self, round_: int, tasks: list[JudgeTask]) -> _Request:
         """Messages, output bound and response format of a request for these rows."""
-        if len(bodies) == 1:
-            return single_messages(round_, bodies[0]), self.params.max_tokens, RESPONSE_FORMAT
+        if len(tasks) == 1:
+            scale = tasks[0].scale
+            fmt = RESPONSE_FORMAT if scale is None else {"type": "json_schema", "json_schema": scale_schema(scale)}
+            return single_messages(round_, tasks[0].body), self.params.max_tokens, fmt
+        bodies = [t.body for t in tasks]
         return batch_messages(round_, bodies), 32 + OUTPUT_TOKENS_PER_ROW * len(bodies), BATCH_RESPONSE_FORMAT
 
     async def _chat(self, messages: list[dict[str, str]], max_tokens: int, response_format: dict, call: _Call,
@@ -234,13 +241,18 @@ class Judge:
         """One row alone: the question, then at most one repair re-ask; never a guessed vote. A ``request``
         given was built and admitted by the pump; without one the row is asked anew (a batch's leftover)."""
         call, vote, status = _Call(), None, "unparseable"
-        messages, max_tokens, fmt = request or self._request(task.round, [task.body])
+        messages, max_tokens, fmt = request or self._request(task.round, [task])
+        scale = task.scale
+
+        def read(text: str) -> tuple[_Vote | None, str]:
+            return read_verdict(text) if scale is None else read_scores(text, scale)
+
         try:
             content = await self._chat(messages, max_tokens, fmt, call, admitted=request is not None)
-            vote, status = read_verdict(content)
+            vote, status = read(content)
             if vote is None:
                 content = await self._chat(repair_messages(messages, content), max_tokens, fmt, call, False)
-                vote = parse_verdict(content)
+                vote = read(content)[0]
                 status = "repaired" if vote else "unparseable"
         except ProviderUnavailable:
             raise  # the vendor cannot be used: not a vote, and not archived
@@ -284,17 +296,19 @@ class Judge:
             out[i] = record
         return [r for r in out if r is not None]
 
-    def _record(self, task: JudgeTask, vote: tuple[str, str] | None, status: ParseStatus, call: _Call,
+    def _record(self, task: JudgeTask, vote: _Vote | None, status: ParseStatus, call: _Call,
                 request_id: str, batch_rows: list[str], usage: Usage) -> JudgeCallRecord:
         """One vote's record; ``batch_rows`` are the rows of its batched request in key order ([] alone)."""
+        graded = vote is not None and isinstance(vote[0], dict)
         return JudgeCallRecord(
             row_id=task.row_id, round=task.round, member=self.member.vendor, judge_model=self.member.judge_model,
-            verdict=vote[0] if vote else None, reason=vote[1] if vote else None, ok=vote is not None,
+            verdict=vote[0] if vote and not graded else None, reason=vote[1] if vote else None, ok=vote is not None,
+            scores=vote[0] if graded else None,
             parse_status=status if vote or status == "error" else "unparseable", raw_outputs=call.raws,
             finish_reason=call.finish, usage=usage,
             cost_usd=usage.cost_usd(*self.prices),
             latency_s=round(time.perf_counter() - call.started, 6), attempts=call.attempts, error=call.error,
-            judge_prompt_version=PROMPT_VERSION, judge_prompt_hash=PROMPT_HASHES[f"round{task.round}"],
+            judge_prompt_version=PROMPT_VERSION, judge_prompt_hash=prompt_hash(task.round, task.body),
             rubric_hash=task.rubric_hash, methodology_version=METHODOLOGY_VERSION,
             request=RequestParams(model=self.member.judge_model, temperature=self.params.temperature,
                                   max_tokens=call.max_tokens or self.params.max_tokens),
@@ -311,14 +325,14 @@ def take_batch(queue: deque[tuple[JudgeTask, asyncio.Future[JudgeCallRecord]]], 
     their place; at most ``window`` are looked at."""
     first = queue.popleft()
     batch = [first]
-    if k == 1 or first[0].solo:
+    if k == 1 or first[0].solo or first[0].scale is not None:
         return batch
     items = {first[0].item_id}
     passed: list[tuple[JudgeTask, asyncio.Future[JudgeCallRecord]]] = []
     while queue and len(batch) < k and len(passed) < window:
         entry = queue.popleft()
         task = entry[0]
-        if task.solo or task.item_id in items:
+        if task.solo or task.scale is not None or task.item_id in items:
             passed.append(entry)
         else:
             batch.append(entry)

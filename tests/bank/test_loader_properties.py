@@ -138,7 +138,8 @@ def test_any_valid_bank_loads_exactly(new_file, data):
     path = new_file()
     _write(path, lines, layout[0], last_end=data.draw(st.booleans()))
     items = load_bank(path)
-    defaults = {"rubric": None, "tags": [], "paraphrase_of": None, "difficulty": None}  # the optional fields
+    defaults = {"rubric": None, "tags": [], "paraphrase_of": None, "difficulty": None, "group": None,
+                "scale": None}  # the optional fields
     assert set(defaults) == {n for n, f in BankItem.model_fields.items() if not f.is_required()}
     assert [item.model_dump() for item in items] == [{**defaults, **r} for r in records]
     assert items == [BankItem.model_validate(r) for r in records]

@@ -25,10 +25,11 @@ async def test_live_verdicts_equal_the_scored_ones(tmp_path):
     sim.write_bytes(orjson.dumps(faulty.model_dump(mode="json")))
     config = CouncilConfig(max_response_chars=150, quorum=4, retry={"max_attempts": 1})
     live: dict[str, RowVerdict] = {}
+    items = {i.id: i for i in bank.load_bank(bank.SAMPLE_BANK)}
 
     def graded(row, records, refused):
         live[row.row_id] = row_verdict(row, records, config.roster, config.self_exclusion, config.quorum,
-                                       refused=refused)
+                                       refused=refused, item=items[row.item_id])
 
     result = await run_council(RunRequest(bank=bank.SAMPLE_BANK, responses=responses, runs_dir=tmp_path / "runs",
                                           run_id="live", backend="local", sim_config=sim, config=config),

@@ -1,0 +1,741 @@
+"""Cross-judge check: do the council's scores survive another grader?
+
+Every row (one model's response to one bank item) carries the council's score
+``base`` and another grader's score ``cross`` (a single judge model, or one
+council member alone), both on 0-100 (a binary verdict is 100 / 0, a rubric
+row its normalised score), NaN where a grader gave none. Only *paired rows*,
+where both are finite, count; a row's delta is ``cross - base``. The models
+under test belong to vendors (``model_vendor``); items may belong to matched
+groups (``group_of_item``, -1 for none) whose members differ only in their
+target (the same question about different vendors' products).
+
+Statistics
+----------
+- ``mean_delta``: the mean over models of each model's mean delta (every model
+  with paired rows weighs the same, however many rows it has). Not safe when
+  its interval excludes 0 and ``|value| > max_abs_mean_delta``: a shift must
+  be both real and large enough to matter.
+- ``rank_correlation``: Kendall's tau-b and Spearman's rho between the models'
+  mean base and mean cross scores (over their paired rows); None with fewer
+  than two models. Safe when the point tau-b is at least ``min_kendall``.
+- ``provider_spread`` (family preference): P_v = the mean over vendor v's
+  models of their mean delta; value = max_v P_v - min_v P_v over vendors with
+  paired rows; None with fewer than two.
+- ``group_spread`` (target preference): e_i = the mean delta over item i's
+  paired rows; a group's spread is max e_i - min e_i over its items with
+  paired rows; value = the mean over groups with at least two such items;
+  None when there is no such group.
+
+Why a no-preference interval
+----------------------------
+A spread is a range, so it is >= 0 and noise alone makes it positive: a
+plain bootstrap interval of a spread never contains 0 and cannot say whether
+a spread is more than noise. Each spread therefore also gets a
+*no-preference interval*: the same statistic recomputed, under the same
+resamples, on deltas with the effect in question removed, so that the data
+have exactly no preference but keep their noise. For the provider spread a
+row's delta becomes d_r - P_v(r) + mean_delta (every vendor then has the same
+P_v); for the group spread d_r - e_i + mean_g(e) (every item of a group then
+has the same e_i). A resample's spread of these centred deltas is the spread
+that noise alone produces; ``null_high``, its ``ci`` quantile, is the upper
+end of a one-sided no-preference interval. A spread is not safe when it
+exceeds ``null_high`` *and* is at least ``min_spread`` points: more than
+noise, and large enough to matter. (The constant added back does not change
+a spread; it only keeps the centred deltas on the scale.)
+
+Because deltas are shifted by a constant per vendor (or per item), the
+resampled no-preference spread is the range of the resampled deviations
+P*_v - P_v (or e*_i - e_i within each group), which costs nothing beyond the
+resamples. Each resample's deviations are scaled by sqrt(n / sum_j (w_j - 1)^2),
+w_j the times unit j (an item, or a model) was drawn and n the number of
+units. A resampled mean's deviation is the units' residuals weighted by
+(w_j - 1) / n; the factor fixes the size of those weights to that of the
+sampling error of a mean over n units. Unscaled, the null would be off in two
+ways that matter with few units: too small by sqrt((n - 1) / n) on average,
+and, since one draw of models serves every item, a draw that repeats a model
+widens every item's deviation at once, so that a spread averaged over many
+groups, which noise moves little, would get a null that noise moves a lot.
+(In worlds of 300 items in groups of 3 and 8 models with about 21 points of
+noise on each delta, the unscaled upper end lay near 17 points against
+noise-only spreads near 13, and a planted 8-point target effect was never
+found; scaled, it is found in 56 of 60 such worlds.) Over hundreds of items
+the factor is within a few percent of 1. A draw of every unit exactly once
+has no deviation to scale and is left out of the null.
+
+The spreads' own intervals (``low``, ``high``) are plain percentile intervals
+of the resampled spread; since resampling adds noise to a range, they sit
+above the value (with the worlds above, a group spread of 12 had an interval
+of about 13 to 22) and are reported for scale only, never read.
+
+Limits. The model bootstrap has few units, and its no-preference interval
+is somewhat too narrow with few models per item: in such worlds without a
+target effect (200 worlds each) the group spread read not safe in about 4% with 20
+models, 8% with 8 and 16% with 5 models, and in about 23% with 8 models when
+40% of the cross scores were missing. The item bootstrap holds models fixed,
+so a model the other grader treats differently (a model effect in the delta)
+is counted as its vendor's preference: with model effects of sd 5 points and
+two models a vendor the provider spread read not safe in about 90% of worlds
+without any vendor effect; provider spread near its nominal 5% otherwise.
+
+Resampling
+----------
+``mean_delta``, the per-model and per-vendor means, the rank correlations and
+``provider_spread`` share one paired percentile bootstrap over the items with
+paired rows (as ``_bootstrap`` does it: a count vector over items per
+resample, the same for every model and statistic; the count vectors are
+those of ``bootstrap_scores`` over those items for the same ``seed``).
+Models are held fixed: the inference is about the models under test, so a
+single model the other grader treats differently shows up as its vendor's
+preference. ``group_spread`` resamples models with replacement instead (items
+and groups fixed; an item's mean is over the drawn models' rows), since its
+items are fixed by design and its noise is the models' disagreement; its
+draws use the seed ``(seed, 1)`` (``(*seed, 1)`` for a tuple seed). With
+fewer than two models with paired rows it has no interval and no reading.
+
+A resample's statistic is the same definition applied to the resampled data,
+over what the resample defines (a model without a drawn row, or an item
+without a drawn model, is left out of that resample); a resample where the
+statistic is undefined is left out of its percentiles. Percentiles use
+numpy's linear interpolation. Undefined values are NaN in arrays and None in
+the dicts.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from ._bootstrap import (
+    _MEMORY_BUDGET,
+    _check_ci,
+    _check_count,
+    _check_seed,
+    _chunk_size,
+    _percentile_interval,
+    _weight_chunks,
+)
+from ._codes import plain
+from ._sensitivity import kendall_tau_b, spearman
+
+SAFE = "safe"
+NOT_SAFE = "not_safe"
+
+_SCORE_SLACK = 1e-9
+"""Points a score may stray outside [0, 100] (rounding in a weighted mean)."""
+
+
+@dataclass(frozen=True)
+class CrossJudgeThresholds:
+    """Where the cross-judge readings turn from safe to not safe."""
+
+    max_abs_mean_delta: float = 5.0
+    """Points: a mean delta larger in size (and with an interval excluding 0) is not safe."""
+    min_kendall: float = 0.7
+    """Kendall's tau-b between the base and cross rankings below this is not safe."""
+    min_spread: float = 2.0
+    """Points: a spread above its no-preference interval is not safe only from this size on."""
+
+    def __post_init__(self):
+        for name in ("max_abs_mean_delta", "min_spread"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+                raise ValueError(f"{name} must be a number, got {value!r}")
+            if not (math.isfinite(value) and value >= 0):
+                raise ValueError(f"{name} must be finite and non-negative, got {value!r}")
+            object.__setattr__(self, name, float(value))
+        value = self.min_kendall
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+            raise ValueError(f"min_kendall must be a number, got {value!r}")
+        if not -1.0 <= value <= 1.0:
+            raise ValueError(f"min_kendall must lie in [-1, 1], got {value!r}")
+        object.__setattr__(self, "min_kendall", float(value))
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True, eq=False)
+class CrossJudge:
+    """The cross-judge report of ``crossjudge``.
+
+    The four statistics are plain-Python dicts (floats unrounded, None where
+    undefined), each with its ``reading`` (``"safe"``, ``"not_safe"``, or
+    None when it cannot be read) and the ``rule`` of that reading in words.
+    The per-model and per-vendor arrays are float64 with NaN where there are
+    no paired rows. ``to_dict`` gives the whole report as JSON-friendly
+    Python (6-place rounding, never NaN).
+    """
+
+    mean_delta: dict
+    """``value``, ``low``, ``high``, ``models``, ``reading``, ``rule``."""
+    rank_correlation: dict | None
+    """``kendall``, ``kendall_low``, ``kendall_high``, ``spearman``, ``spearman_low``,
+    ``spearman_high``, ``models``, ``reading``, ``rule``; None with fewer than two models."""
+    provider_spread: dict | None
+    """``value``, ``low``, ``high``, ``null_high``, ``highest_vendor``, ``lowest_vendor``,
+    ``vendors``, ``reading``, ``rule``; None with fewer than two vendors."""
+    group_spread: dict | None
+    """``value``, ``low``, ``high``, ``null_high``, ``groups``, ``reading``, ``rule``; None
+    without a group of at least two items with paired rows."""
+    model_rows: np.ndarray
+    """(n_models,) int64: paired rows per model."""
+    model_base: np.ndarray
+    """(n_models,): mean base score over the model's paired rows."""
+    model_cross: np.ndarray
+    """(n_models,): mean cross score over the model's paired rows."""
+    model_delta: np.ndarray
+    """(n_models,): mean delta (``model_cross - model_base``)."""
+    model_delta_low: np.ndarray
+    model_delta_high: np.ndarray
+    model_vendor: np.ndarray
+    """(n_models,) int64: the vendor of each model, as given."""
+    vendor_models: np.ndarray
+    """(n_vendors,) int64: models with paired rows per vendor."""
+    vendor_rows: np.ndarray
+    """(n_vendors,) int64: paired rows per vendor."""
+    vendor_delta: np.ndarray
+    """(n_vendors,): P_v, the mean over the vendor's models of their mean delta."""
+    vendor_delta_low: np.ndarray
+    vendor_delta_high: np.ndarray
+    paired_rows: int
+    items: int
+    """Items with paired rows (the units of the item bootstrap)."""
+    thresholds: CrossJudgeThresholds
+    n_resamples: int
+    seed: int | tuple[int, ...]
+    ci: float
+
+    def to_dict(self) -> dict:
+        """The report as plain Python: floats rounded to 6 places, NaN as None."""
+        per_model = [
+            {
+                "model": m,
+                "vendor": int(self.model_vendor[m]),
+                "rows": int(self.model_rows[m]),
+                "base": plain(self.model_base[m]),
+                "cross": plain(self.model_cross[m]),
+                "delta": plain(self.model_delta[m]),
+                "delta_low": plain(self.model_delta_low[m]),
+                "delta_high": plain(self.model_delta_high[m]),
+            }
+            for m in range(self.model_rows.shape[0])
+        ]
+        per_vendor = [
+            {
+                "vendor": v,
+                "models": int(self.vendor_models[v]),
+                "rows": int(self.vendor_rows[v]),
+                "delta": plain(self.vendor_delta[v]),
+                "delta_low": plain(self.vendor_delta_low[v]),
+                "delta_high": plain(self.vendor_delta_high[v]),
+            }
+            for v in range(self.vendor_models.shape[0])
+        ]
+        return {
+            "mean_delta": _plain_tree(self.mean_delta),
+            "rank_correlation": _plain_tree(self.rank_correlation),
+            "provider_spread": _plain_tree(self.provider_spread),
+            "group_spread": _plain_tree(self.group_spread),
+            "per_model": per_model,
+            "per_vendor": per_vendor,
+            "paired_rows": int(self.paired_rows),
+            "items": int(self.items),
+            "thresholds": self.thresholds.to_dict(),
+            "n_resamples": int(self.n_resamples),
+            "seed": list(self.seed) if isinstance(self.seed, tuple) else int(self.seed),
+            "ci": float(self.ci),
+        }
+
+
+def _plain_tree(x):
+    if x is None or isinstance(x, (str, bool)):
+        return x
+    if isinstance(x, dict):
+        return {k: _plain_tree(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_plain_tree(v) for v in x]
+    if isinstance(x, (int, np.integer)):
+        return int(x)
+    return plain(x)
+
+
+def _num(x) -> float | None:
+    """A statistic for a dict: a Python float, None where NaN."""
+    x = float(x)
+    return None if math.isnan(x) else x
+
+
+# ---------------------------------------------------------------------------
+# Input checks
+
+
+def _as_score(values, what: str, n: int | None) -> np.ndarray:
+    arr = np.asarray(values)
+    if arr.ndim != 1 or (n is not None and arr.shape[0] != n):
+        want = "(R,)" if n is None else f"({n},) like base"
+        raise ValueError(f"{what} must have shape {want}, got {arr.shape}")
+    if arr.size and not (np.issubdtype(arr.dtype, np.number) and not np.iscomplexobj(arr)):
+        raise ValueError(f"{what} must be a real numeric array, got dtype {arr.dtype}")
+    x = arr.astype(np.float64)
+    if np.isinf(x).any():
+        raise ValueError(f"{what} may not be infinite (NaN marks a row without a score)")
+    given = x[~np.isnan(x)]
+    if given.size and (given.min() < -_SCORE_SLACK or given.max() > 100.0 + _SCORE_SLACK):
+        raise ValueError(f"{what} must lie in [0, 100] (NaN marks a row without a score)")
+    return x
+
+
+def _as_rows_index(values, what: str, n_rows: int | None, upper: int, upper_name: str) -> np.ndarray:
+    arr = np.asarray(values)
+    if arr.ndim != 1 or (n_rows is not None and arr.shape[0] != n_rows):
+        want = "(n_models,)" if n_rows is None else f"({n_rows},) like base"
+        raise ValueError(f"{what} must have shape {want}, got {arr.shape}")
+    if arr.size and not np.issubdtype(arr.dtype, np.integer):
+        raise ValueError(f"{what} must be an integer array, got dtype {arr.dtype}")
+    arr = arr.astype(np.int64, copy=False)
+    if arr.size and arr.min() < 0:
+        raise ValueError(f"{what} must hold non-negative indices")
+    if arr.size and arr.max() >= upper:
+        raise ValueError(f"{what} indices must lie in [0, {upper_name}) = [0, {upper})")
+    return arr
+
+
+def _as_groups(values) -> np.ndarray:
+    arr = np.asarray(values)
+    if arr.ndim != 1:
+        raise ValueError(f"group_of_item must have shape (n_items,), got {arr.shape}")
+    if arr.size and not np.issubdtype(arr.dtype, np.integer):
+        raise ValueError(f"group_of_item must be an integer array, got dtype {arr.dtype}")
+    arr = arr.astype(np.int64, copy=False)
+    if arr.size and arr.min() < -1:
+        raise ValueError("group_of_item must be a group index >= 0, or -1 for no group")
+    return arr
+
+
+def _model_seed(seed):
+    return (*seed, 1) if isinstance(seed, tuple) else (seed, 1)
+
+
+# ---------------------------------------------------------------------------
+# Vectorised pieces
+
+
+def _masked_mean(x: np.ndarray, axis: int) -> np.ndarray:
+    ok = ~np.isnan(x)
+    n = ok.sum(axis=axis)
+    s = np.where(ok, x, 0.0).sum(axis=axis)
+    out = np.full(n.shape, np.nan)
+    np.divide(s, n, out=out, where=n > 0)
+    return out
+
+
+def _range(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    """max - min over ``axis`` ignoring NaN; NaN with fewer than two defined values."""
+    ok = ~np.isnan(x)
+    hi = np.where(ok, x, -np.inf).max(axis=axis)
+    lo = np.where(ok, x, np.inf).min(axis=axis)
+    out = hi - lo
+    return np.where(ok.sum(axis=axis) >= 2, out, np.nan)
+
+
+def _rank_blocks(n: int) -> int:
+    """Resamples per block of the (b, n, n) rank-correlation work arrays."""
+    return max(1, _MEMORY_BUDGET // (8 * 8 * max(n, 1) ** 2))
+
+
+def _kendall_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Kendall's tau-b of every row pair (x[b], y[b]), shape (b, n) -> (b,), as ``kendall_tau_b``."""
+    n = x.shape[1]
+    out = np.full(x.shape[0], np.nan)
+    if n < 2:
+        return out
+    i, j = np.triu_indices(n, k=1)
+    ok = ~(np.isnan(x) | np.isnan(y))
+    for start in range(0, x.shape[0], _rank_blocks(n)):
+        sl = slice(start, start + _rank_blocks(n))
+        valid = ok[sl][:, i] & ok[sl][:, j]
+        with np.errstate(invalid="ignore"):
+            sx = np.where(valid, np.sign(x[sl][:, i] - x[sl][:, j]), 0.0)
+            sy = np.where(valid, np.sign(y[sl][:, i] - y[sl][:, j]), 0.0)
+        pairs = valid.sum(axis=1)
+        free_x = pairs - (valid & (sx == 0)).sum(axis=1)
+        free_y = pairs - (valid & (sy == 0)).sum(axis=1)
+        den = np.sqrt(free_x.astype(np.float64)) * np.sqrt(free_y.astype(np.float64))
+        tau = np.full(den.shape, np.nan)
+        np.divide((sx * sy).sum(axis=1), den, out=tau, where=den > 0)
+        out[sl] = np.clip(tau, -1.0, 1.0)
+    return out
+
+
+def _spearman_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Spearman's rho of every row pair (x[b], y[b]), shape (b, n) -> (b,), as ``spearman``."""
+    n = x.shape[1]
+    out = np.full(x.shape[0], np.nan)
+    if n < 2:
+        return out
+    ok = ~(np.isnan(x) | np.isnan(y))
+    for start in range(0, x.shape[0], _rank_blocks(n)):
+        sl = slice(start, start + _rank_blocks(n))
+        m = ok[sl]
+        count = m.sum(axis=1)
+        centred = []
+        for v in (x[sl], y[sl]):
+            # rank = (# valid values below) + ((# valid values equal, itself included) + 1) / 2
+            below = ((v[:, None, :] < v[:, :, None]) & m[:, None, :]).sum(axis=2)
+            equal = ((v[:, None, :] == v[:, :, None]) & m[:, None, :]).sum(axis=2)
+            rank = below + (equal + 1) / 2.0
+            centred.append(np.where(m, rank - ((count + 1) / 2.0)[:, None], 0.0))
+        dx, dy = centred
+        den = np.sqrt((dx * dx).sum(axis=1) * (dy * dy).sum(axis=1))
+        rho = np.full(den.shape, np.nan)
+        np.divide((dx * dy).sum(axis=1), den, out=rho, where=(den > 0) & (count >= 2))
+        out[sl] = np.clip(rho, -1.0, 1.0)
+    return out
+
+
+def _segment_range(x: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Per row of x (b, K) and per segment [starts[g], starts[g+1]): max - min ignoring NaN,
+    NaN with fewer than two defined values; shape (b, G)."""
+    ok = ~np.isnan(x)
+    hi = np.maximum.reduceat(np.where(ok, x, -np.inf), starts, axis=1)
+    lo = np.minimum.reduceat(np.where(ok, x, np.inf), starts, axis=1)
+    count = np.add.reduceat(ok.astype(np.int64), starts, axis=1)
+    return np.where(count >= 2, hi - lo, np.nan)
+
+
+def _null_scale(W: np.ndarray, n: int) -> np.ndarray:
+    """Per resample (row of the count matrix W over n units): sqrt(n / sum_j (w_j - 1)^2), NaN if 0."""
+    size = ((W - 1.0) ** 2).sum(axis=1)
+    out = np.full(W.shape[0], np.nan)
+    np.divide(float(n), size, out=out, where=size > 0)
+    return np.sqrt(out)
+
+
+def _quantile(samples: np.ndarray, q: float) -> float:
+    s = samples[~np.isnan(samples)]
+    return float(np.percentile(s, 100.0 * q)) if s.size else math.nan
+
+
+def _interval(samples: np.ndarray, ci: float) -> tuple[np.ndarray, np.ndarray]:
+    return _percentile_interval(samples.reshape(samples.shape[0], -1), ci)
+
+
+def _spread_reading(value: float, null_high: float, min_spread: float) -> str | None:
+    if math.isnan(value) or math.isnan(null_high):
+        return None
+    return NOT_SAFE if value > null_high and value >= min_spread else SAFE
+
+
+# ---------------------------------------------------------------------------
+# The report
+
+
+def crossjudge(
+    base,
+    cross,
+    item,
+    model,
+    model_vendor,
+    n_items: int,
+    n_models: int,
+    n_vendors: int,
+    group_of_item=None,
+    *,
+    n_resamples: int = 1000,
+    seed=0,
+    ci: float = 0.95,
+    thresholds: CrossJudgeThresholds | None = None,
+    chunk: int | None = None,
+) -> CrossJudge:
+    """The cross-judge report of another grader's scores against the council's.
+
+    ``base`` and ``cross`` (R,) are the council's and the other grader's
+    0-100 scores per row (NaN where none); ``item`` (R,) and ``model`` (R,)
+    index the row's item in ``[0, n_items)`` and model in ``[0, n_models)``;
+    ``model_vendor`` (n_models,) gives each model's vendor in
+    ``[0, n_vendors)``; ``group_of_item`` (n_items,), optional, gives each
+    item's matched group (-1: none). Statistics, resampling and readings are
+    described in the module docstring; ``thresholds`` defaults to
+    ``CrossJudgeThresholds()``, ``seed`` is an int or a tuple of ints for
+    ``numpy.random.default_rng`` and ``chunk`` caps the resamples formed at
+    once (the result does not depend on it).
+
+    Raises ValueError, naming the argument, for bad shapes, dtypes or
+    ranges, and when no row has both scores.
+    """
+    n_items = _check_count(n_items, "n_items")
+    n_models = _check_count(n_models, "n_models", positive=True)
+    n_vendors = _check_count(n_vendors, "n_vendors", positive=True)
+    b0 = _as_score(base, "base", None)
+    n_rows = b0.shape[0]
+    c0 = _as_score(cross, "cross", n_rows)
+    it = _as_rows_index(item, "item", n_rows, n_items, "n_items")
+    md = _as_rows_index(model, "model", n_rows, n_models, "n_models")
+    vend = _as_rows_index(model_vendor, "model_vendor", None, n_vendors, "n_vendors")
+    if vend.shape[0] != n_models:
+        raise ValueError(f"model_vendor must have shape (n_models,) = ({n_models},), got {vend.shape}")
+    groups = None if group_of_item is None else _as_groups(group_of_item)
+    if groups is not None and groups.shape[0] != n_items:
+        raise ValueError(f"group_of_item must have shape (n_items,) = ({n_items},), got {groups.shape}")
+    n_resamples = _check_count(n_resamples, "n_resamples", positive=True)
+    seed = _check_seed(seed)
+    ci = _check_ci(ci)
+    if thresholds is None:
+        thresholds = CrossJudgeThresholds()
+    if not isinstance(thresholds, CrossJudgeThresholds):
+        raise ValueError(f"thresholds must be a CrossJudgeThresholds, got {type(thresholds).__name__}")
+    if chunk is not None:
+        chunk = _check_count(chunk, "chunk", positive=True)
+
+    paired = ~(np.isnan(b0) | np.isnan(c0))
+    n_paired = int(np.count_nonzero(paired))
+    if n_paired == 0:
+        raise ValueError("no paired rows: no row has both a finite base and a finite cross score")
+    pb, pc, pi, pm = b0[paired], c0[paired], it[paired], md[paired]
+    pd_ = pc - pb
+
+    # Per-model point values over all models (NaN where no paired row).
+    rows = np.bincount(pm, minlength=n_models).astype(np.int64)
+    model_base = _safe_div(np.bincount(pm, weights=pb, minlength=n_models), rows)
+    model_cross = _safe_div(np.bincount(pm, weights=pc, minlength=n_models), rows)
+    model_delta = _safe_div(np.bincount(pm, weights=pd_, minlength=n_models), rows)
+
+    # Compressed index spaces: models, items and vendors with paired rows.
+    used_models = np.flatnonzero(rows > 0)
+    n_mp = used_models.size
+    used_items, item_pos = np.unique(pi, return_inverse=True)
+    n_k = used_items.size
+    model_pos = np.searchsorted(used_models, pm)
+    cell = model_pos * n_k + item_pos
+    size = n_mp * n_k
+    S_d = np.bincount(cell, weights=pd_, minlength=size).reshape(n_mp, n_k)
+    S_b = np.bincount(cell, weights=pb, minlength=size).reshape(n_mp, n_k)
+    S_c = np.bincount(cell, weights=pc, minlength=size).reshape(n_mp, n_k)
+    C = np.bincount(cell, minlength=size).astype(np.float64).reshape(n_mp, n_k)
+
+    vendor_of_used = vend[used_models]
+    vendor_models = np.bincount(vendor_of_used, minlength=n_vendors).astype(np.int64)
+    vendor_rows = np.bincount(vend[pm], minlength=n_vendors).astype(np.int64)
+    used_vendors = np.flatnonzero(vendor_models > 0)
+    n_vp = used_vendors.size
+    vendor_col = np.searchsorted(used_vendors, vendor_of_used)
+    A = np.zeros((n_mp, n_vp))
+    A[np.arange(n_mp), vendor_col] = 1.0
+
+    delta_p = model_delta[used_models]
+    P = (delta_p @ A) / A.sum(axis=0)
+    mean_value = float(delta_p.mean())
+    spread_value = float(P.max() - P.min()) if n_vp >= 2 else math.nan
+
+    # ---- item bootstrap -------------------------------------------------
+    stack = np.ascontiguousarray(np.concatenate([S_d, S_b, S_c, C]).T)  # (K, 4 Mp)
+    s_model = np.empty((n_resamples, n_mp))
+    s_mean = np.empty(n_resamples)
+    s_vendor = np.empty((n_resamples, n_vp))
+    s_spread = np.full(n_resamples, np.nan)
+    s_null = np.full(n_resamples, np.nan)
+    s_kendall = np.full(n_resamples, np.nan)
+    s_spearman = np.full(n_resamples, np.nan)
+    rng = np.random.default_rng(seed)
+    start = 0
+    for W in _weight_chunks(rng, n_k, n_resamples, _chunk_size(n_k, n_resamples, chunk)):
+        stop = start + W.shape[0]
+        sums = W @ stack
+        d_sum, b_sum, c_sum, count = np.split(sums, 4, axis=1)
+        has = count > 0
+        md_ = _safe_div(d_sum, count)
+        s_model[start:stop] = md_
+        s_mean[start:stop] = _masked_mean(md_, axis=1)
+        pv = _safe_div(np.where(has, md_, 0.0) @ A, has.astype(np.float64) @ A)
+        s_vendor[start:stop] = pv
+        if n_vp >= 2:
+            s_spread[start:stop] = _range(pv)
+            s_null[start:stop] = _range(_null_scale(W, n_k)[:, None] * (pv - P))
+        if n_mp >= 2:
+            mb, mc = _safe_div(b_sum, count), _safe_div(c_sum, count)
+            s_kendall[start:stop] = _kendall_rows(mb, mc)
+            s_spearman[start:stop] = _spearman_rows(mb, mc)
+        start = stop
+        del W
+
+    lo_m, hi_m = _interval(s_model, ci)
+    model_low = np.full(n_models, np.nan)
+    model_high = np.full(n_models, np.nan)
+    model_low[used_models], model_high[used_models] = lo_m, hi_m
+    lo_v, hi_v = _interval(s_vendor, ci)
+    vendor_delta = np.full(n_vendors, np.nan)
+    vendor_low = np.full(n_vendors, np.nan)
+    vendor_high = np.full(n_vendors, np.nan)
+    vendor_delta[used_vendors], vendor_low[used_vendors], vendor_high[used_vendors] = P, lo_v, hi_v
+
+    pct = f"{100.0 * ci:g}%"
+    t = thresholds
+
+    # ---- mean delta -------------------------------------------------------
+    lo, hi = (float(v[0]) for v in _interval(s_mean, ci))
+    excludes_zero = lo > 0.0 or hi < 0.0
+    mean_delta = {
+        "value": mean_value,
+        "low": _num(lo),
+        "high": _num(hi),
+        "models": int(n_mp),
+        "reading": NOT_SAFE if excludes_zero and abs(mean_value) > t.max_abs_mean_delta else SAFE,
+        "rule": (
+            f"not safe when the {pct} bootstrap interval of the mean delta (cross - base, the mean over "
+            f"models of each model's mean delta) excludes 0 and its size exceeds "
+            f"{t.max_abs_mean_delta:g} points; safe otherwise"
+        ),
+    }
+
+    # ---- rank correlation -------------------------------------------------
+    rank_correlation = None
+    if n_mp >= 2:
+        tau = kendall_tau_b(model_base[used_models], model_cross[used_models])
+        rho = spearman(model_base[used_models], model_cross[used_models])
+        k_lo, k_hi = (float(v[0]) for v in _interval(s_kendall, ci))
+        r_lo, r_hi = (float(v[0]) for v in _interval(s_spearman, ci))
+        rank_correlation = {
+            "kendall": _num(tau),
+            "kendall_low": _num(k_lo),
+            "kendall_high": _num(k_hi),
+            "spearman": _num(rho),
+            "spearman_low": _num(r_lo),
+            "spearman_high": _num(r_hi),
+            "models": int(n_mp),
+            "reading": None if math.isnan(tau) else (SAFE if tau >= t.min_kendall else NOT_SAFE),
+            "rule": (
+                f"safe when Kendall's tau-b between the models' mean base and mean cross scores is at "
+                f"least {t.min_kendall:g}; not safe below; no reading when it is undefined (a side "
+                f"with all models tied)"
+            ),
+        }
+
+    # ---- provider spread --------------------------------------------------
+    provider_spread = None
+    if n_vp >= 2:
+        s_lo, s_hi = (float(v[0]) for v in _interval(s_spread, ci))
+        null_high = _quantile(s_null, ci)
+        provider_spread = {
+            "value": spread_value,
+            "low": _num(s_lo),
+            "high": _num(s_hi),
+            "null_high": _num(null_high),
+            "highest_vendor": int(used_vendors[int(np.argmax(P))]),
+            "lowest_vendor": int(used_vendors[int(np.argmin(P))]),
+            "vendors": int(n_vp),
+            "reading": _spread_reading(spread_value, null_high, t.min_spread),
+            "rule": (
+                f"not safe when the spread of the vendors' mean deltas exceeds the upper end of its "
+                f"no-preference interval (null_high: the {ci:g} quantile of the spread, under the same "
+                f"item resamples, of the deltas with each vendor's effect removed) and is at least "
+                f"{t.min_spread:g} points; safe otherwise"
+            ),
+        }
+
+    # ---- group spread (model bootstrap) -------------------------------------
+    group_spread = None
+    if groups is not None:
+        group_spread = _group_spread(pd_, model_pos, groups, pi, n_mp, n_resamples, _model_seed(seed), ci, t, chunk)
+
+    return CrossJudge(
+        mean_delta=mean_delta,
+        rank_correlation=rank_correlation,
+        provider_spread=provider_spread,
+        group_spread=group_spread,
+        model_rows=rows,
+        model_base=model_base,
+        model_cross=model_cross,
+        model_delta=model_delta,
+        model_delta_low=model_low,
+        model_delta_high=model_high,
+        model_vendor=vend,
+        vendor_models=vendor_models,
+        vendor_rows=vendor_rows,
+        vendor_delta=vendor_delta,
+        vendor_delta_low=vendor_low,
+        vendor_delta_high=vendor_high,
+        paired_rows=n_paired,
+        items=int(n_k),
+        thresholds=thresholds,
+        n_resamples=n_resamples,
+        seed=seed,
+        ci=ci,
+    )
+
+
+def _safe_div(num, den) -> np.ndarray:
+    out = np.full(np.broadcast_shapes(np.shape(num), np.shape(den)), np.nan, dtype=np.float64)
+    np.divide(num, den, out=out, where=np.asarray(den) != 0)
+    return out
+
+
+def _group_spread(delta, model_pos, groups, row_item, n_mp, n_resamples, seed, ci, t, chunk):
+    """The ``group_spread`` dict (None without a group of two items with paired rows).
+
+    ``delta``, ``model_pos`` (compressed model index) and ``row_item`` are per
+    paired row; ``groups`` is ``group_of_item``.
+    """
+    items = np.unique(row_item)
+    items = items[groups[items] >= 0]
+    order = np.lexsort((items, groups[items]))
+    items = items[order]
+    _, per_group = np.unique(groups[items], return_counts=True)
+    keep_group = per_group >= 2
+    if not keep_group.any():
+        return None
+    items = items[np.repeat(keep_group, per_group)]
+    n_g = int(keep_group.sum())
+    n_kg = items.size
+    starts = np.concatenate([[0], np.cumsum(per_group[keep_group])[:-1]]).astype(np.intp)
+    column = np.full(groups.shape[0], -1, dtype=np.int64)
+    column[items] = np.arange(n_kg)
+    col = column[row_item]
+    sel = col >= 0
+    cell = model_pos[sel] * n_kg + col[sel]
+    S = np.bincount(cell, weights=delta[sel], minlength=n_mp * n_kg).reshape(n_mp, n_kg)
+    C = np.bincount(cell, minlength=n_mp * n_kg).astype(np.float64).reshape(n_mp, n_kg)
+
+    e = S.sum(axis=0) / C.sum(axis=0)
+    value = float(_segment_range(e[None, :], starts)[0].mean())
+    out = {
+        "value": value,
+        "low": None,
+        "high": None,
+        "null_high": None,
+        "groups": n_g,
+        "reading": None,
+        "rule": (
+            f"not safe when the mean within-group spread of the items' mean deltas exceeds the upper "
+            f"end of its no-preference interval (null_high: the {ci:g} quantile of that spread, under "
+            f"the same model resamples, of the deltas centred on each item's mean) and is at least "
+            f"{t.min_spread:g} points; safe otherwise; no reading with fewer than two models"
+        ),
+    }
+    if n_mp < 2:
+        return out
+    s_spread = np.empty(n_resamples)
+    s_null = np.empty(n_resamples)
+    rng = np.random.default_rng(seed)
+    if chunk is None:
+        # e_star, its deviations and the masked copies: about eight (b, n_kg) float64 arrays.
+        chunk = max(1, min(n_resamples, _MEMORY_BUDGET // (8 * 8 * n_kg)))
+    start = 0
+    for U in _weight_chunks(rng, n_mp, n_resamples, chunk):
+        stop = start + U.shape[0]
+        e_star = _safe_div(U @ S, U @ C)
+        scale = _null_scale(U, n_mp)[:, None]
+        del U
+        s_spread[start:stop] = _masked_mean(_segment_range(e_star, starts), axis=1)
+        s_null[start:stop] = _masked_mean(_segment_range(scale * (e_star - e), starts), axis=1)
+        start = stop
+    lo, hi = (float(v[0]) for v in _interval(s_spread, ci))
+    null_high = _quantile(s_null, ci)
+    out.update(
+        low=_num(lo),
+        high=_num(hi),
+        null_high=_num(null_high),
+        reading=_spread_reading(value, null_high, t.min_spread),
+    )
+    return out
