@@ -23,7 +23,14 @@ from ._bootstrap import (
     outrank_probability,
     score_matrix,
 )
-from ._calibration import brier, calibration_by_model, calibration_summary, expected_calibration_error, selective_score
+from ._calibration import (
+    brier,
+    calibration_by_model,
+    calibration_summary,
+    expected_calibration_error,
+    reliability_bins,
+    selective_score,
+)
 from ._codes import CORRECT, INCORRECT, MISSING
 from ._consensus import Consensus, Tally, consensus, tally, tally_rounds
 from ._crossjudge import CrossJudge, CrossJudgeThresholds, crossjudge
@@ -57,8 +64,10 @@ from ._scales import (
     ScoreConsensus,
     ScoreImpact,
     ScoreLift,
+    PanelLeniency,
     bootstrap_rubric,
     icc2,
+    panel_leniency,
     krippendorff_alpha_interval,
     krippendorff_alpha_ordinal,
     normalised_scores,
@@ -128,6 +137,7 @@ __all__ = [
     "member_flips",
     "outrank_probability",
     "pairwise_agreement",
+    "reliability_bins",
     "rule_scores",
     "score_matrix",
     "selective_score",
@@ -143,6 +153,8 @@ __all__ = [
     "ScoreConsensus",
     "ScoreImpact",
     "ScoreLift",
+    "PanelLeniency",
+    "panel_leniency",
     "bootstrap_rubric",
     "icc2",
     "krippendorff_alpha_interval",

@@ -145,17 +145,7 @@ def calibration_by_model(
     rows = c.shape[0]
     y = _as_flags(correct, "correct", rows)
     a = _as_flags(abstained, "abstained", rows)
-    if isinstance(n_models, bool) or not isinstance(n_models, (int, np.integer)) or n_models < 0:
-        raise ValueError(f"n_models must be a non-negative integer, got {n_models!r}")
-    n_models = int(n_models)
-    m = np.asarray(model)
-    if m.ndim != 1 or m.shape[0] != rows:
-        raise ValueError(f"model must have shape ({rows},), got {m.shape}")
-    if m.size and not np.issubdtype(m.dtype, np.integer):
-        raise ValueError(f"model must be an integer array, got dtype {m.dtype}")
-    m = m.astype(np.int64, copy=False)
-    if m.size and (m.min() < 0 or m.max() >= n_models):
-        raise ValueError(f"model indices must lie in [0, {n_models})")
+    n_models, m = _model_index(model, n_models, rows)
     p = _check_penalty(penalty)
     n_bins = _check_bins(n_bins)
 
@@ -217,4 +207,50 @@ def calibration_summary(
             "n_rows": int(res["n_rows"][j]),
         }
         for j, name in enumerate(names)
+    }
+
+
+def _model_index(model, n_models, rows: int) -> tuple[int, np.ndarray]:
+    """``(n_models, model)`` checked: a non-negative count and (rows,) integer indexes below it."""
+    if isinstance(n_models, bool) or not isinstance(n_models, (int, np.integer)) or n_models < 0:
+        raise ValueError(f"n_models must be a non-negative integer, got {n_models!r}")
+    n_models = int(n_models)
+    m = np.asarray(model)
+    if m.ndim != 1 or m.shape[0] != rows:
+        raise ValueError(f"model must have shape ({rows},), got {m.shape}")
+    if m.size and not np.issubdtype(m.dtype, np.integer):
+        raise ValueError(f"model must be an integer array, got dtype {m.dtype}")
+    m = m.astype(np.int64, copy=False)
+    if m.size and (m.min() < 0 or m.max() >= n_models):
+        raise ValueError(f"model indices must lie in [0, {n_models})")
+    return n_models, m
+
+
+def reliability_bins(confidence, correct, abstained, model, n_models: int, *, n_bins: int = 10) -> dict[str, np.ndarray]:
+    """Per-model reliability diagram over the confident rows, in the equal-width bins of ``confidence_bins``
+    (the bins ``expected_calibration_error`` uses, so ``sum_b n_b / N * |mean_confidence_b - share_correct_b|``
+    is each model's ECE).
+
+    Keys: ``edges`` (n_bins + 1,) bin edges; ``n`` (n_models, n_bins) int64 confident rows per bin;
+    ``mean_confidence`` and ``share_correct`` (n_models, n_bins) float, NaN in empty bins.
+    """
+    c = _as_confidence(confidence)
+    rows = c.shape[0]
+    y = _as_flags(correct, "correct", rows)
+    a = _abstained_or_none(abstained, rows)
+    n_models, m = _model_index(model, n_models, rows)
+    n_bins = _check_bins(n_bins)
+
+    use = _confident(c, a)
+    cu = c[use]
+    cell = m[use] * n_bins + confidence_bins(cu, n_bins)
+    size = n_models * n_bins
+    n = np.bincount(cell, minlength=size).astype(np.int64).reshape(n_models, n_bins)
+    sum_conf = np.bincount(cell, weights=cu, minlength=size).reshape(n_models, n_bins)
+    sum_correct = np.bincount(cell, weights=y[use].astype(np.float64), minlength=size).reshape(n_models, n_bins)
+    return {
+        "edges": np.arange(n_bins + 1, dtype=np.float64) / n_bins,
+        "n": n,
+        "mean_confidence": _nan_ratio(sum_conf, n),
+        "share_correct": _nan_ratio(sum_correct, n),
     }

@@ -46,7 +46,12 @@ def _beta_cf(a: float, b: float, x: float) -> float:
 
 
 def _beta_tail(a: float, b: float, x: float, y: float) -> float:
-    """I_x(a, b) for 0 < x < 1 with y = 1 - x given separately (so x near 1 keeps its precision)."""
+    """I_x(a, b) for 0 <= x <= 1 with y = 1 - x given separately (so x near 1 keeps its precision); x or y
+    may underflow to 0 at extreme F values (a tiny denominator's df against a huge statistic)."""
+    if x <= 0.0:
+        return 0.0
+    if y <= 0.0:
+        return 1.0
     log_front = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log(y)
     if x < (a + 1.0) / (a + b + 2.0):
         return math.exp(log_front) * _beta_cf(a, b, x) / a

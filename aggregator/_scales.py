@@ -485,6 +485,58 @@ def score_agreement_lift(scores) -> ScoreLift:
 
 
 # ---------------------------------------------------------------------------
+# Member leniency and the panels it gives
+
+
+@dataclass(frozen=True)
+class PanelLeniency:
+    """Members' leniency and what it does to panels (``panel_leniency``)."""
+
+    member_offset: np.ndarray
+    """(M,): a member's mean level minus the median of its row's valid levels, over the (row, dimension)
+    cells it scored in the round; NaN for a member with none."""
+    group_offset: np.ndarray
+    """(G,): the mean over a group's rows of the median of the offsets of the members who scored the row:
+    how much more lenient than the average seat the council's panel is on that group's rows."""
+    group_rows: np.ndarray
+    """(G,) int64: rows per group."""
+
+    @property
+    def spread(self) -> float:
+        """max - min of ``group_offset`` over groups with rows (NaN with fewer than two)."""
+        g = self.group_offset[(self.group_rows > 0) & ~np.isnan(self.group_offset)]
+        return float(g.max() - g.min()) if len(g) >= 2 else float("nan")
+
+
+def panel_leniency(scores, group, n_groups: int, round_: int = 0) -> PanelLeniency:
+    """Each member's leniency on a (R, M, D, 2) score array, and the leniency of the panel each group of rows
+    gets.
+
+    Self-exclusion seats a different panel on each producing vendor's rows. When members differ in leniency,
+    the council's median then sits higher on some vendors' rows than on others, a vendor-dependent offset the
+    median rule does not remove. ``group`` (R,) gives each row's group (e.g. the producing vendor); a member
+    sits on a row when it scored any dimension there. Read in round one (``round_=0``, blind) by default.
+    """
+    x = as_scores(scores)[..., round_]
+    g = np.asarray(group, dtype=np.int64)
+    if g.shape != (x.shape[0],) or (len(g) and (g.min() < 0 or g.max() >= n_groups)):
+        raise ValueError(f"group must have shape ({x.shape[0]},) with values in [0, {n_groups})")
+    median, _, _ = _lower_median(x, axis=1)
+    dev = x - median[:, None, :]
+    valid = ~np.isnan(dev)
+    offset = _ratio(np.where(valid, dev, 0.0).sum(axis=(0, 2)), valid.sum(axis=(0, 2)))
+    seated = valid.any(axis=2)
+    per_row = np.where(seated, offset[None, :], np.nan)
+    panel, _, _ = _lower_median(per_row[:, :, None], axis=1)
+    panel = panel[:, 0]
+    has = ~np.isnan(panel)
+    rows = np.bincount(g, minlength=n_groups).astype(np.int64)
+    total = np.bincount(g[has], weights=panel[has], minlength=n_groups)
+    return PanelLeniency(member_offset=offset, group_offset=_ratio(total, np.bincount(g[has], minlength=n_groups)),
+                         group_rows=rows)
+
+
+# ---------------------------------------------------------------------------
 # Bootstrap
 
 

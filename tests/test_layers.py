@@ -29,6 +29,7 @@ ROOMS: list[tuple[str, tuple[str, ...]]] = [
     ("cluster", ("council.cluster",)),
     ("sim", ("council.sim",)),
     ("importers", ("council.importers",)),
+    ("report", ("council.report",)),  # report.html: imports aggregator, core, protocol, store, scoring only
     ("run", ("council.run",)),
     ("service", ("council.service",)),
     ("tools", ("council.tools",)),

@@ -74,6 +74,9 @@ class JudgeActor:
     def cancel_queued(self) -> int:
         return self._judge.cancel_queued(Stopped("run stopping"))
 
+    async def flush_quota(self) -> None:
+        await self._judge.limiter.flush()
+
     async def close(self) -> None:
         await self._judge.close()
 
@@ -92,6 +95,9 @@ class ElicitorActor:
 
     async def elicit_batch(self, tasks: list) -> list:
         return await self._elicitor.elicit_batch(tasks)
+
+    async def flush_quota(self) -> None:
+        await self._elicitor.limiter.flush()
 
     async def close(self) -> None:
         await self._elicitor.close()
@@ -134,6 +140,9 @@ class ShardActor:
 
     def totals(self) -> dict:
         return {**self._worker.totals(), "pid": os.getpid(), "cpu_s": time.process_time()}
+
+    async def flush_quota(self) -> None:
+        await self._worker.pool.flush_quota()
 
     async def close(self) -> None:
         await self._worker.close()

@@ -106,6 +106,7 @@ async def drive_shards(
             outcome.served_from_archive += t["served_from_archive"]
             outcome.abandoned += t["abandoned"]
             outcome.error = outcome.error or t["error"]
+        await asyncio.gather(*(w.flush_quota.remote() for w in workers), return_exceptions=True)  # last reports
         outcome.quota_stats = {v: await a.stats.remote() for v, a in quotas.items()}
         outcome.writer = await writer.stats.remote()
         await asyncio.gather(*(w.close.remote() for w in workers))  # a worker's last spend reaches the budget

@@ -1,17 +1,54 @@
-"""Starting or joining Ray.
+"""Starting or joining Ray, on the loopback and without Ray's notices on the user's screen.
 
 Left to itself, a local Ray binds its GCS, raylet and worker sockets to the machine's address on all
 interfaces. Ray decides the node address at import time: with ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` it
 takes the loopback address, and every socket of a local instance then listens on 127.0.0.1 only. We set
 that (unless the caller already chose) before Ray is imported, and pass ``_node_ip_address`` as well.
 Joining an existing cluster (``address``) leaves its networking to the cluster's own configuration.
+
+Ray also talks on the driver's stderr, in two voices:
+
+- its Python logging (the ``ray`` logger, whose handler writes to stderr), which says "Token authentication
+  is enabled for this Ray cluster..." on every start (``ray._private.authentication.authentication_token_setup``).
+  A filter on that logger's handlers hands each record to the log of the run being driven (``log.jsonl``,
+  event ``ray.log``) instead. ``ray.init(configure_logging=False)`` would remove those handlers, and Python's
+  last-resort handler would then print Ray's warnings anyway, so Ray configures its logger (level INFO).
+- its C++ core worker, which writes ERROR lines to file descriptor 2 whatever its log level (and already
+  writes them to its own log file, ``<ray session>/logs/python-core-driver-*.log``): a sharded run's
+  restartable actors with their constructor arguments in the object store get "Actor with class name:
+  'ShardActor' ... has constructor arguments in the object store and max_restarts > 0" (``core_worker.cc``).
+  When a command line asks for it (:func:`keep_native_notices_off_stderr`) and this process's ``sys.stderr``
+  is descriptor 2 itself, descriptor 2 is pointed at ``<ray session>/logs/council-driver-<pid>.err`` once Ray
+  is up, and ``sys.stderr`` at a copy of the original descriptor: everything Python prints still reaches
+  the terminal (or the pipe), and what Ray's C++ writes goes to that file, whose path the run's log records
+  (``ray.native_stderr``). :func:`shutdown_ray` puts descriptor 2 back.
 """
 
 from __future__ import annotations
 
+import io
+import logging
 import os
+import sys
+import tempfile
+from typing import Any
+
+from council.core import logs
 
 LOOPBACK = "127.0.0.1"
+# Ray keeps the ``ray`` logger's handlers (with our filter on them) and sets its level; with
+# ``configure_logging=False`` it would remove them, and Python's last-resort handler would print Ray's warnings.
+_LOGGING = {"configure_logging": True, "logging_level": logging.INFO}
+
+_divert_requested = False
+_diverted: dict[str, Any] = {}  # saved descriptor, our sys.stderr, the file: while descriptor 2 points elsewhere
+
+
+def keep_native_notices_off_stderr(enabled: bool = True) -> None:
+    """Ask :func:`ensure_ray` to point descriptor 2 at a log file once Ray is up (see the module's docstring).
+    For command-line processes, which own their stderr; a library caller's stderr is left alone."""
+    global _divert_requested
+    _divert_requested = enabled
 
 
 def ensure_ray(address: str | None = None, *, num_cpus: int | None = None) -> None:
@@ -22,14 +59,17 @@ def ensure_ray(address: str | None = None, *, num_cpus: int | None = None) -> No
 
     if ray.is_initialized():
         return
+    _route_ray_logging()
     if address is None:
         _loopback_even_if_imported_earlier()
         ray.init(  # "local": a new private instance, never one that happens to run on this machine already
             address="local", _node_ip_address=LOOPBACK, include_dashboard=False, num_cpus=num_cpus, log_to_driver=False,
-            configure_logging=False,
+            **_LOGGING,
         )
     else:
-        ray.init(address=address, log_to_driver=False, configure_logging=False)
+        ray.init(address=address, log_to_driver=False, **_LOGGING)
+    if _divert_requested:
+        _divert_native_stderr()
 
 
 def _loopback_even_if_imported_earlier() -> None:
@@ -44,6 +84,90 @@ def _loopback_even_if_imported_earlier() -> None:
     ray_constants.ENABLE_RAY_CLUSTER = False
 
 
+class _ToRunLog(logging.Filter):
+    """On the handlers of Ray's ``ray`` logger: each record goes to the log of the run in whose context it
+    was emitted (:func:`council.core.logs.run_log`), and none to the screen."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            log = logs.get_logger("ray")
+            emit = getattr(log, record.levelname.lower(), log.info)
+            emit("ray.log", logger=record.name, message=record.getMessage())
+        except Exception:  # noqa: BLE001 - a log line is never worth a failed run
+            pass
+        return False
+
+
+def _route_ray_logging() -> None:
+    """Put :class:`_ToRunLog` on every handler of the ``ray`` logger (Ray gives it a stderr handler when it is
+    imported and stops it propagating); a ``ray`` logger without handlers gets one that only routes."""
+    logger = logging.getLogger("ray")
+    handlers = logger.handlers or []
+    if not handlers:
+        handler = logging.NullHandler()
+        logger.addHandler(handler)
+        logger.propagate = False
+        handlers = [handler]
+    for handler in handlers:
+        if not any(isinstance(f, _ToRunLog) for f in handler.filters):
+            handler.addFilter(_ToRunLog())
+
+
+def _divert_native_stderr() -> None:
+    """Point descriptor 2 at a file in Ray's log folder and ``sys.stderr`` at a copy of the original (see the
+    module's docstring); nothing when ``sys.stderr`` is not descriptor 2 (a test's capture, a library caller)."""
+    if _diverted:
+        return
+    stream = sys.stderr
+    try:
+        if stream is None or stream.fileno() != 2:
+            return
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+        return
+    path = os.path.join(_ray_logs_dir(), f"council-driver-{os.getpid()}.err")
+    try:
+        sink = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    except OSError:
+        return
+    stream.flush()
+    saved = os.dup(2)
+    ours = open(saved, "w", buffering=1, encoding=stream.encoding, errors=stream.errors, closefd=False)  # noqa: SIM115
+    os.dup2(sink, 2)
+    os.close(sink)
+    sys.stderr = ours
+    _diverted.update(saved=saved, stream=ours, original=stream, path=path)
+    logs.get_logger("council.ray").info("ray.native_stderr", path=path)
+
+
+def _restore_native_stderr() -> None:
+    if not _diverted:
+        return
+    ours, saved = _diverted["stream"], _diverted["saved"]
+    try:
+        ours.flush()
+    except (OSError, ValueError):
+        pass
+    os.dup2(saved, 2)
+    if sys.stderr is ours:
+        sys.stderr = _diverted["original"]
+    ours.close()
+    os.close(saved)
+    _diverted.clear()
+
+
+def _ray_logs_dir() -> str:
+    """The log folder of this process's Ray session, or the temporary folder."""
+    try:
+        from ray._private import worker
+
+        node = worker._global_node
+        if node is not None and node.get_logs_dir_path():
+            return node.get_logs_dir_path()
+    except (ImportError, AttributeError):
+        pass
+    return tempfile.gettempdir()
+
+
 def node_count() -> int:
     """Alive nodes of the Ray instance this process is connected to."""
     import ray
@@ -56,3 +180,4 @@ def shutdown_ray() -> None:
 
     if ray.is_initialized():
         ray.shutdown()
+    _restore_native_stderr()

@@ -53,7 +53,14 @@ class RayPool:
     def elicit(self, vendor: str, task) -> asyncio.Future[ElicitedRecord]:  # noqa: ANN001
         return self._elicit_batchers[vendor].submit(task)
 
+    async def flush_quota(self) -> None:
+        """Every judge and elicitor actor tells its vendor's quota actor what it has not been told yet."""
+        await asyncio.gather(*(a.flush_quota.remote() for a in [*self.actors.values(), *self.elicitor_actors.values()]),
+                             return_exceptions=True)
+
     async def quota_stats(self) -> dict[str, dict]:
+        """Each vendor's quota actor's report, once every judge and elicitor actor has told it everything."""
+        await self.flush_quota()
         return {v: await actor.stats.remote() for v, actor in self.quotas.items()}
 
     async def cancel_queued(self) -> int:

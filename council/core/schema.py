@@ -262,6 +262,11 @@ class RowVerdict(_Strict):
     scores_round2: dict[str, dict[str, int]] = Field(default_factory=dict)
     score: dict[str, int | None] | None = None
     score_normalised: float | None = None
+    # Every graded row on one 0-100 scale, for readers that want no joins: 100 / 0 for a correct / incorrect
+    # consensus, ``score_normalised`` for a graded item's row; None when the row was not graded.
+    council_score: float | None = None
+    confidence: float | None = None  # the row's stated P(own answer correct), as in rows.jsonl (None: not stated)
+    abstained: bool = False  # the row's answer was an abstention, as in rows.jsonl
 
 
 class MemberSpec(_Strict):

@@ -26,7 +26,9 @@ class JudgePool(Protocol):
 
     def elicit(self, vendor: str, task) -> asyncio.Future[ElicitedRecord]: ...  # noqa: ANN001 - an ElicitTask
 
-    async def quota_stats(self) -> dict[str, dict]: ...
+    async def flush_quota(self) -> None: ...  # tell the quota ledgers what they have not been told yet
+
+    async def quota_stats(self) -> dict[str, dict]: ...  # each vendor's ledger report, after a flush
 
     async def cancel_queued(self) -> int: ...  # fail votes not yet sent with Stopped; sent ones finish
 
@@ -54,7 +56,8 @@ class LocalPool:
         models = list(models)
         vendors = dict.fromkeys([*config.roster_vendors, *(config.vendor_of(m) for m in models)])
         self.ledgers: dict[str, QuotaLedger] = {}
-        limiters: dict[str, Limiter] = {}
+        self.limiters: dict[str, Limiter] = {}
+        limiters = self.limiters
         for v in vendors:
             settings = config.settings(v)
             if ledger is None:
@@ -79,7 +82,14 @@ class LocalPool:
     def elicit(self, vendor: str, task) -> asyncio.Future[ElicitedRecord]:  # noqa: ANN001
         return asyncio.ensure_future(self.elicitors[vendor].elicit(task))
 
+    async def flush_quota(self) -> None:
+        """Tell each vendor's ledger what this pool's limiters have not reported yet (requests sent, 429s)."""
+        await asyncio.gather(*(limiter.flush() for limiter in self.limiters.values()))
+
     async def quota_stats(self) -> dict[str, dict]:
+        """Each vendor's ledger report (:meth:`QuotaLedger.report`), once this pool has told it everything; empty
+        for ledgers this pool does not own (``ledger`` given)."""
+        await self.flush_quota()
         return {v: ledger.report() for v, ledger in self.ledgers.items()}
 
     async def cancel_queued(self) -> int:

@@ -47,8 +47,12 @@ def model_from_file(model: type[M], path: str | os.PathLike[str], what: str, **o
 
 def validation_problems(exc: ValidationError) -> str:
     """Every problem of a pydantic error on one line, as ``field: message`` (no pydantic boilerplate)."""
-    return "; ".join(f"{'.'.join(map(str, e['loc'])) or '<root>'}: {e['msg'].removeprefix('Value error, ')}"
-                     for e in exc.errors())
+    return "; ".join(error_line(e) for e in exc.errors())
+
+
+def error_line(error: Any) -> str:
+    """One problem of a pydantic error (an item of ``ValidationError.errors()``) as ``field: message``."""
+    return f"{'.'.join(map(str, error['loc'])) or '<root>'}: {error['msg'].removeprefix('Value error, ')}"
 
 
 class _Frozen(BaseModel):

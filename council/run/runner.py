@@ -105,6 +105,8 @@ class RunHooks:
     on_record: Callable[[JudgeCallRecord], None] | None = None  # each record archived by this run (not earlier ones)
     ledger: Callable[[str], LedgerHandle] | None = None  # vendor -> the ledger to lease from (else this run's own)
     holder: str = "local"
+    on_quota: Callable[[dict[str, dict]], None] | None = None  # each vendor's quota report, every ``quota_every_s``
+    quota_every_s: float = 2.0
 
 
 def new_run_id() -> str:
@@ -335,6 +337,7 @@ async def _drive_logged(
     else:  # every row was taken through; some may still lack votes (failed calls, refused rows)
         folder.write_state("finished")
     summary = rescore(folder)
+    _write_report(folder.path, log)
     log.info("run.done", seconds=round(seconds, 3), rows=outcome.rows, issued=outcome.issued,
              served_from_archive=outcome.served_from_archive, spent_usd=round(summary["cost_usd"], 6),
              state=summary["state"]["state"], reason=stop.reason, abandoned=outcome.abandoned)
@@ -433,18 +436,41 @@ async def _grade_here(
         archived_elicited=elicited, audited=audited, stop=stop, on_refused=refuse, on_row_graded=hooks.on_row_graded,
     )
     rows = info.rows
+    watch = asyncio.create_task(_watch_quota(pool, hooks)) if hooks.on_quota is not None else None
     try:
         if models:
             rows = folder.write_lines(ROWS, await coordinator.run_elicited(tasks))
         else:
             await coordinator.run(info.read())
     finally:
+        if watch is not None:
+            watch.cancel()
+            await asyncio.gather(watch, return_exceptions=True)
         if archived is not None:
             archived.close()
         quota_stats = await pool.quota_stats()
         await pool.close()
     return Outcome(coordinator.issued, coordinator.served_from_archive, coordinator.abandoned, rows, coordinator.error,
                    budget, quota_stats)
+
+
+def _write_report(run_dir: Path, log: Any) -> None:
+    """``report.html`` at the end of every run; a report that cannot be written is a warning, never a failed run
+    (the results are already in the folder, and ``council report RUN`` writes it again)."""
+    from council.report.page import write_report
+
+    try:
+        write_report(run_dir)
+    except Exception as exc:  # noqa: BLE001 - the run's results stand without their page
+        log.warning("report.failed", error=f"{type(exc).__name__}: {exc}")
+
+
+async def _watch_quota(pool: Any, hooks: RunHooks) -> None:
+    """Hand the caller each vendor's quota report every ``hooks.quota_every_s`` while the run grades."""
+    assert hooks.on_quota is not None
+    while True:
+        await asyncio.sleep(hooks.quota_every_s)
+        hooks.on_quota(await pool.quota_stats())
 
 
 def provider_endpoint(url: str, config: CouncilConfig | None = None) -> Endpoint:

@@ -11,7 +11,10 @@ The rules are the aggregator's (:mod:`aggregator._scales`), applied per scale to
 
 Reliability (Krippendorff's alpha ordinal and interval, ICC(2,1) and ICC(2,k), quadratic-weighted kappa per
 member pair) is reported per dimension and round; deliberation as the share of levels moved and the drop in
-the members' dispersion; bootstrap intervals on every model's score, overall and per dimension.
+the members' dispersion; bootstrap intervals on every model's score, overall and per dimension; and each
+member's leniency (mean offset from its row's median, round one) with the offset of the panel each producing
+vendor's rows get: self-exclusion seats different panels, so members that differ in leniency give the council a
+vendor-dependent offset (``leniency.panel_offset_by_vendor``, ``panel_spread_points``).
 """
 
 from __future__ import annotations
@@ -155,6 +158,18 @@ def summary(decided: list[ScaleRows], a: VoteArrays, *, seed: int, resamples: in
             "lift": _num(lift.lift), "dispersion_round1": _num(lift.dispersion_round1),
             "dispersion_round2": _num(lift.dispersion_round2), "cells": lift.cells,
             "by_dimension": {d: _num(x) for d, x in zip(names, lift.lift_by_dimension, strict=True)}}
+        vendors = sorted({a.vendor_of_row[i] for i in sr.rows})
+        at = {v: g for g, v in enumerate(vendors)}
+        lenient = agg.panel_leniency(sr.levels, np.array([at[a.vendor_of_row[i]] for i in sr.rows], dtype=np.int64),
+                                     len(vendors))
+        points = 100.0 / scale.high
+        entry["leniency"] = {
+            "members": {m: _num(x) for m, x in zip(a.members, lenient.member_offset, strict=True) if not np.isnan(x)},
+            "panel_offset_by_vendor": {v: {"levels": _num(lenient.group_offset[g]),
+                                           "points": _num(points * lenient.group_offset[g]),
+                                           "rows": int(lenient.group_rows[g])} for v, g in at.items()},
+            "panel_spread_points": _num(points * lenient.spread),
+        }
         entry["flags"] = {
             "omitted": {d: int(sr.consensus.no_quorum[:, i, 1].sum()) for i, d in enumerate(names)},
             "split": {d: int(sr.consensus.tie[:, i, 1].sum()) for i, d in enumerate(names)},

@@ -21,6 +21,7 @@ from council.protocol.panels import panel
 from council.scoring import scales
 from council.scoring.arrays import CODE, SPEND, Counters, VoteArrays, build
 from council.store.runfolder import ITEMS, MANIFEST, SUMMARY, VERDICTS, RunFolder, read_jsonl
+from council.store.tables import write_scores
 
 _WORD = {agg.CORRECT: "correct", agg.INCORRECT: "incorrect"}
 WARN_RATE = 0.02  # a diagnostic above this share of votes (or rows) is printed as a warning
@@ -232,16 +233,21 @@ def _row_verdict(i: int, a: VoteArrays, cons: agg.Consensus, k: int | None, refu
     decided = None if k is None else (cons.verdict[k], cons.tie[k], cons.no_quorum[k])
     cols = np.flatnonzero(a.eligible[i])
     levels = None if scaled is None else scaled[0].fields(scaled[1], a.members, cols)
+    stated = float(a.confidence[i])
     return _verdict(a.row_ids[i], a.items[a.item[i]], a.models[a.model[i]], a.vendor_of_row[i], int(a.gold[i]),
                     a.members, a.reserve, a.eligible[i], a.votes[i], decided, a.row_ids[i] in refused,
-                    probe=a.probes[a.probe_of_item[a.item[i]]], levels=levels)
+                    probe=a.probes[a.probe_of_item[a.item[i]]], levels=levels,
+                    confidence=None if np.isnan(stated) else stated, abstained=bool(a.abstained[i]))
 
 
 def _verdict(row_id: str, item_id: str, model: str, vendor: str, gold: int, members: list[str], reserve: np.ndarray,
              eligible: np.ndarray, v: np.ndarray, decided: tuple[np.ndarray, np.ndarray, np.ndarray] | None,
-             refused: bool, *, probe: str = "", levels: dict[str, Any] | None = None) -> RowVerdict:
+             refused: bool, *, probe: str = "", levels: dict[str, Any] | None = None,
+             confidence: float | None = None, abstained: bool = False) -> RowVerdict:
     """One row's record: ``v`` its (M, 2) votes, ``decided`` its consensus, ties and missing quorum per round
-    (None: the row was not graded); ``levels`` a graded row's scale fields (:meth:`scales.ScaleRows.fields`)."""
+    (None: the row was not graded); ``levels`` a graded row's scale fields (:meth:`scales.ScaleRows.fields`);
+    ``confidence`` and ``abstained`` the row's own (as stated in ``rows.jsonl``). ``council_score`` puts every
+    graded row on 0-100: 100 / 0 for a correct / incorrect consensus, the normalised score of a graded item."""
     cols = np.flatnonzero(eligible)
     names = [members[j] for j in cols]
     flags = []
@@ -259,6 +265,10 @@ def _verdict(row_id: str, item_id: str, model: str, vendor: str, gold: int, memb
                 flags.append("tie" + suffix)
     if levels is None and len(cols) and (v[cols] == agg.MISSING).any():
         flags.append("missing_votes")
+    if levels is not None:
+        council_score = levels["score_normalised"]
+    else:
+        council_score = None if decided is None else (100.0 if int(decided[0][1]) == agg.CORRECT else 0.0)
     return RowVerdict(
         row_id=row_id, item_id=item_id, model=model, vendor=vendor, probe=probe, **(levels or {}),
         members=names, reserves=[members[j] for j in cols if reserve[j]], graded=decided is not None or levels is not None,
@@ -266,7 +276,8 @@ def _verdict(row_id: str, item_id: str, model: str, vendor: str, gold: int, memb
         votes_round2={m: _WORD.get(int(v[j, 1])) for m, j in zip(names, cols, strict=True)},
         consensus_round1=None if decided is None else _WORD[int(decided[0][0])],
         consensus=None if decided is None else _WORD[int(decided[0][1])],
-        flags=flags, gold_verdict=_WORD.get(gold),
+        flags=flags, gold_verdict=_WORD.get(gold), council_score=council_score, confidence=confidence,
+        abstained=abstained,
     )
 
 
@@ -302,7 +313,8 @@ def row_verdict(row: ResponseRow, records: Iterable[JudgeCallRecord], roster: li
         decided = (cons.verdict[0], cons.tie[0], cons.no_quorum[0])
     return _verdict(row.row_id, row.item_id, row.model, row.vendor, CODE.get(row.gold_verdict, agg.MISSING), members,
                     np.array([m.reserve for m in roster], dtype=bool), eligible, votes[0], decided, refused,
-                    probe=item.probe if item is not None else "", levels=fields)
+                    probe=item.probe if item is not None else "", levels=fields, confidence=row.confidence,
+                    abstained=row.abstained)
 
 
 def _num(x: float) -> float | None:
@@ -342,7 +354,8 @@ def elicitation(records: list[ElicitedRecord]) -> dict[str, Any]:
 
 
 def rescore(folder: RunFolder) -> dict[str, Any]:
-    """Rebuild ``verdicts.jsonl`` and ``summary.json`` from the archived rows and judge-call records."""
+    """Rebuild ``verdicts.jsonl`` and ``summary.json`` from the archived rows and judge-call records, and the
+    tables beside them (``scores.csv``, ``scores.parquet``, ``leaderboard.csv``: :mod:`council.store.tables`)."""
     manifest, arrays = load_arrays(folder)
     config = manifest.config
     refused = folder.read_refused()
@@ -366,4 +379,5 @@ def rescore(folder: RunFolder) -> dict[str, Any]:
     summary["cost_usd"] = round(arrays.counters.cost_usd + sum(r.cost_usd for r in elicited), 6)
     folder.write_lines(VERDICTS, verdicts)
     folder.write_json(SUMMARY, summary)
+    write_scores(folder.path)  # scores.csv, scores.parquet, leaderboard.csv: the same results for data tools
     return summary

@@ -57,6 +57,8 @@ class VendorBehaviour(BaseModel):
     system prompt says fenced blocks are data, never instructions); never more than
     ``injection_susceptibility``: fencing never makes a judge easier to steer."""
     malformed_rate: float = Field(default=0.01, ge=0.0, le=1.0)
+    """P(the reply is no readable vote: the verdict in a sentence with no JSON, JSON cut in half, or prose);
+    drawn per request from its text, so a repair re-ask draws afresh."""
     prose_json_rate: float = Field(default=0.0, ge=0.0, le=1.0)
     """P(the JSON object comes inside a sentence of prose); still readable by extracting the object."""
     fenced_rate: float = Field(default=0.0, ge=0.0, le=1.0)
@@ -80,13 +82,17 @@ class VendorBehaviour(BaseModel):
     slow_rate: float = Field(default=0.0, ge=0.0, le=1.0)
     """P(the answer is trickled out: headers first, then the body in small chunks over ``slow_ms``); billed."""
     slow_ms: float = Field(default=0.0, ge=0.0)
+    """How long a trickled answer (``slow_rate``) takes to arrive, in milliseconds."""
     storm_429: float = Field(default=0.0, ge=0.0)
     """Length in seconds of a 429 storm: during it every chat request of the vendor gets 429 with a
     ``retry-after`` of the storm's remaining seconds (no quota used, not billed)."""
     storm_429_start_s: float = Field(default=0.0, ge=0.0)
     """When the storm begins, in seconds after the vendor's first chat request."""
     latency_ms: float = Field(default=5.0, ge=0.0)
+    """Delay before an admitted request is answered, in milliseconds: ``latency_ms`` plus a uniform draw in
+    ``[-latency_jitter_ms, latency_jitter_ms]`` (no delay when that is not positive)."""
     latency_jitter_ms: float = Field(default=5.0, ge=0.0)
+    """Half-width of the uniform spread around ``latency_ms``, in milliseconds."""
     rpm: int = Field(default=0, ge=0)
     """Requests per minute; 0 = unlimited."""
     tpm: int = Field(default=0, ge=0)
@@ -131,7 +137,10 @@ class ProbeProfile(BaseModel):
     ease: float = 0.0
     """Added to every judge's threshold (z units): positive is easier to judge."""
     shared: float = Field(default=0.5, ge=0.0, le=1.0)
+    """Correlation of two judges' latent error scores on a row: the larger, the more the judges err together."""
     item_share: float = Field(default=0.5, ge=0.0, le=1.0)
+    """Share of the judges' common part that comes from the item's difficulty ``D`` rather than from the row's
+    deceptiveness ``E`` (how much the answers to one item share their fate)."""
 
 
 class ModelBehaviour(BaseModel):
@@ -154,6 +163,7 @@ class ModelBehaviour(BaseModel):
     confidence_noise: float = Field(default=0.1, ge=0.0)
     """Standard deviation of the stated confidence around ``p_true + overconfidence``."""
     abstention_rate: float = Field(default=0.05, ge=0.0, le=1.0)
+    """P(the model abstains, ``Answer: ABSTAIN``), independent of the rest."""
     truncation_rate: float = Field(default=0.0, ge=0.0, le=1.0)
     """P(finish_reason "length" with the reply cut before the answer is complete: no answer or half a sentence)."""
     format_error_rate: float = Field(default=0.0, ge=0.0, le=1.0)
@@ -162,7 +172,10 @@ class ModelBehaviour(BaseModel):
     """Mean hidden reasoning tokens per reply (each item draws 0.5x to 1.5x); reported in
     ``usage.completion_tokens_details.reasoning_tokens``, included in ``completion_tokens`` and billed."""
     latency_ms: float = Field(default=5.0, ge=0.0)
+    """Delay before an admitted request is answered, in milliseconds, spread by ``latency_jitter_ms`` as a
+    vendor's judge's (``VendorBehaviour.latency_ms``)."""
     latency_jitter_ms: float = Field(default=5.0, ge=0.0)
+    """Half-width of the uniform spread around ``latency_ms``, in milliseconds."""
 
 
 class SimConfig(BaseModel):
@@ -172,20 +185,30 @@ class SimConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     seed: int = 0
+    """Seeds every draw (judges' verdicts, reasons and levels, faults, models' answers): the same seed and the
+    same requests give the same replies."""
     world: dict[str, str] = Field(default_factory=dict)
     """Model id -> vendor, on top of the built-in catalogue (``council.sim._world.WORLD``); ids match
     case-insensitively on the full id. A model the world does not know answers 404."""
     vendors: dict[str, VendorBehaviour] = Field(default_factory=dict)
+    """Per vendor (``openai``, ``google``, ...: the world's vendor of the judge model asked): how its judge
+    behaves, its faults and its quota. A vendor not listed behaves as ``default``."""
     default: VendorBehaviour = Field(default_factory=VendorBehaviour)
+    """How the judge of a vendor not in ``vendors`` behaves."""
     probes: dict[str, ProbeProfile] = Field(default_factory=dict)
     """Per bank probe (``calibration``, ``honest_ignorance``, ...); other probes and items the truth table
     does not know use ``default_probe``."""
     default_probe: ProbeProfile = Field(default_factory=ProbeProfile)
+    """The profile of a probe not in ``probes``."""
     burst_s: float = Field(default=1.0, gt=0.0)
+    """Quota bursts: a vendor's request and token buckets hold ``limit * burst_s / 60`` (at least one request,
+    at least one token) and refill at ``limit / 60`` per second."""
     timeout_s: float = Field(default=30.0, ge=0.0)
+    """How long a stalled request (``timeout_rate``) stalls before it is answered, in seconds."""
     models: dict[str, ModelBehaviour] = Field(default_factory=dict)
     """Models under test by model id (``"openai/gpt-4o-mini"``); others answer as ``default_model``."""
     default_model: ModelBehaviour = Field(default_factory=ModelBehaviour)
+    """How a model under test that is not in ``models`` answers."""
 
     def behaviour(self, vendor: str) -> VendorBehaviour:
         return self.vendors.get(vendor, self.default)

@@ -207,9 +207,21 @@ class ChatClient:
 
     async def _attempt(self, model: str, payload: bytes, estimate: int, attempt: int,
                        started: float) -> ChatResult | tuple[ProviderError, float | None]:
-        """One request: its result, or the error it ended in (and the provider's wait hint)."""
+        """One request: its result, or the error it ended in (and the provider's wait hint). The limiter is
+        told what the request used (:meth:`Limiter.settle`) and that it was sent (:meth:`Limiter.sent`: the
+        tokens of its answer's usage, the estimate where a billed answer is unreadable or none came, 0 when the
+        provider refused it; not at all when it could not be sent)."""
         limiter = self.limiter
         hint: float | None = None
+        sent_at = limiter.now() if limiter else 0.0
+        used: int | None = estimate  # what the request used, as far as we know (None: it never left)
+
+        def settle(actual: int | None) -> None:
+            nonlocal used
+            used = actual
+            if limiter:
+                limiter.settle(estimate, actual or 0)
+
         try:
             session = self._open()
             async with session.post(self._url, data=payload) as resp:
@@ -218,30 +230,29 @@ class ChatClient:
                     try:
                         result = _result(raw, attempt, time.perf_counter() - started)
                     except ProviderError as exc:  # a billed answer we cannot read: the provider counted it
-                        if limiter:
-                            limiter.settle(estimate, estimate)
+                        settle(estimate)
                         return ProviderError(f"{self.where}: {model}: {self._clean(str(exc))}", attempts=attempt), None
+                    settle(result.usage.total_tokens)
                     if limiter:
-                        limiter.settle(estimate, result.usage.total_tokens)
                         limiter.announced(*_announced(resp.headers))
                     return result
                 hint = retry_hint_s(resp.headers)
-                if limiter:
-                    limiter.settle(estimate, 0)
-                    if resp.status == 429:
-                        limiter.rate_limited(hint)
+                settle(0)
+                if limiter and resp.status == 429:
+                    limiter.rate_limited(hint)
                 return self._http_error(model, resp.status, raw, attempt, hint), hint
         except ValueError as exc:  # aiohttp refuses to send (credentials in the URL, a bad header)
-            if limiter:
-                limiter.settle(estimate, 0)
+            settle(None)
             return ProviderUnavailable(f"{self.where}: cannot send ({self._clean(str(exc))})", attempts=attempt), None
         except (asyncio.TimeoutError, aiohttp.ClientError, OSError) as exc:
-            if limiter:
-                limiter.settle(estimate, 0)
+            settle(0)
             permanent = _permanent_cause(exc)
             if permanent is not None:
                 return ProviderUnavailable(f"{self.where}: {self._clean(permanent)}", attempts=attempt), None
             return ProviderError(f"{self.where}: {model}: {self._clean(_transport_cause(exc))}", attempts=attempt), None
+        finally:
+            if limiter and used is not None:
+                limiter.sent(sent_at, used)
 
     def _http_error(self, model: str, status: int, raw: bytes, attempt: int, hint: float | None) -> ProviderError:
         """The error for a non-200 answer, permanent (:class:`ProviderUnavailable`) or not."""

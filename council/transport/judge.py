@@ -278,9 +278,9 @@ class Judge:
             raise
         except ProviderError as exc:
             call.error, call.attempts = str(exc), call.attempts + exc.attempts
-        if call.error is not None:
-            shares = split_usage(call.usage, len(tasks))
-            return [self._record(t, None, "error", call, "", rows, u) for t, u in zip(tasks, shares, strict=True)]
+        if call.error is not None:  # one failed request: its votes share its id, as the votes of any request do
+            shares, failed = split_usage(call.usage, len(tasks)), uuid.uuid4().hex
+            return [self._record(t, None, "error", call, failed, rows, u) for t, u in zip(tasks, shares, strict=True)]
         votes = votes or {}
         request_id = uuid.uuid4().hex
         answered = [k for k in range(1, len(tasks) + 1) if k in votes]

@@ -172,6 +172,9 @@ async def test_graded_and_binary_items_in_one_run(tmp_path):
     rel = scale["reliability"]["accuracy"]["round1"]
     assert -1 <= rel["alpha_ordinal"] <= 1 and rel["icc2_1"] is not None and rel["icc_by_panel"]
     assert scale["deliberation_impact"]["cells"] > 0 and scale["agreement_lift"]["cells"] > 0
+    offsets = scale["leniency"]["members"]  # the planted world: deepseek +0.5 levels, anthropic -0.3
+    assert offsets["deepseek"] > offsets["anthropic"] + 0.3
+    assert set(scale["leniency"]["panel_offset_by_vendor"]) == {v.vendor for v in graded}
 
 
 async def test_an_omitted_dimension_counts_zero_and_is_flagged(tmp_path):

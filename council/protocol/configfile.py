@@ -1,0 +1,274 @@
+"""Reading the council's configuration: a TOML or JSON file, environment variables on top, options on top of both.
+
+:func:`load_config` reads ``path`` (``.toml`` with :mod:`tomllib`; any other name as JSON, as ``--config``
+always has), then applies every environment variable ``COUNCIL_<FIELD>`` (a field of
+:class:`~council.protocol.config.CouncilConfig`: ``COUNCIL_QUORUM=4``) and ``COUNCIL_<FIELD>__<KEY>[__<KEY>...]``
+(a key inside a table: ``COUNCIL_JUDGE__TEMPERATURE=0.2``, ``COUNCIL_VENDORS__OPENAI__RPM=600``), then the
+command line's ``overrides``. Names are matched case-insensitively (``__`` separates levels); a value is read as
+JSON when it parses (``4``, ``0.2``, ``false``, ``null``, ``[2.5, 10]``, ``{"temperature": 0.2}``) and as a
+string otherwise (``COUNCIL_VENDOR_MAP__ACME=openai``). A variable whose first part names no field
+(``COUNCIL_API_KEY``, ``COUNCIL_SERVICE_TOKEN``) is not configuration and is left alone. A variable for a whole
+table is applied before variables for keys inside it. Keys that only JSON can spell (model ids with ``/`` in
+``model_prices`` or ``vendor_map``) go in a variable for the whole table, as a JSON object, or in the file.
+
+Every problem is one :class:`~council.core.errors.ConfigError` naming where the bad value came from: the file
+(``council.toml: bad council config: quorum: ...``), the variable (``environment variable COUNCIL_QUORUM: bad
+council config: quorum: ...``), or the options when there is no file (``bad options: ...``).
+
+:func:`example_toml` is a complete commented configuration: every field with its default and what it does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import textwrap
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+from pydantic import BaseModel, ValidationError
+
+from council.core.errors import ConfigError
+from council.protocol.config import CouncilConfig, VendorSettings, error_line, read_json_object
+
+ENV_PREFIX = "COUNCIL_"
+ENV_NESTING = "__"
+WHAT = "council config"
+
+
+def load_config(path: Path | None, environ: Mapping[str, str] = os.environ, **overrides: Any) -> CouncilConfig:
+    """The configuration of ``path`` (TOML or JSON; None: defaults), with the ``COUNCIL_*`` variables of
+    ``environ`` on top and ``overrides`` (the command line's options) on top of both."""
+    data = read_config_file(path) if path is not None else {}
+    sources = apply_environment(data, environ)
+    data.update(overrides)
+    for keys in [k for k in sources if k[0] in overrides]:  # an option replaced what the variable set
+        del sources[keys]
+    try:
+        return CouncilConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, path, sources)) from exc
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """The table of a TOML file (``.toml``) or the object of a JSON file (any other name)."""
+    if Path(path).suffix.lower() != ".toml":
+        return read_json_object(path, WHAT)
+    try:
+        text = Path(path).read_bytes().decode("utf-8")
+    except FileNotFoundError as exc:
+        raise ConfigError(f"{path}: {WHAT} not found") from exc
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read {WHAT}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: {WHAT} is not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: {WHAT} is not valid TOML ({exc})") from exc
+
+
+def environment(environ: Mapping[str, str]) -> list[tuple[str, tuple[str, ...], Any]]:
+    """(variable, keys, value) of every configuration variable in ``environ``, a whole table's before its keys'."""
+    fields = CouncilConfig.model_fields
+    found = []
+    for name, raw in environ.items():
+        if not name.upper().startswith(ENV_PREFIX):
+            continue
+        keys = tuple(part.lower() for part in name[len(ENV_PREFIX):].split(ENV_NESTING))
+        if keys[0] not in fields:
+            continue  # not configuration (COUNCIL_API_KEY, COUNCIL_SERVICE_TOKEN, ...)
+        if not all(keys):
+            raise ConfigError(f"environment variable {name}: an empty name between {ENV_NESTING!r} separators")
+        try:
+            value = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            value = raw
+        found.append((name, keys, value))
+    return sorted(found, key=lambda f: (len(f[1]), f[1], f[0]))
+
+
+def apply_environment(data: dict[str, Any], environ: Mapping[str, str]) -> dict[tuple[str, ...], str]:
+    """Set the ``COUNCIL_*`` variables' values in ``data`` (in place); returns keys -> the variable that set them."""
+    sources: dict[tuple[str, ...], str] = {}
+    for name, keys, value in environment(environ):
+        node = data
+        for depth, key in enumerate(keys[:-1]):
+            child = node.get(key)
+            if child is None:
+                child = {}
+            elif not isinstance(child, dict):
+                where = ".".join(keys[: depth + 1])
+                raise ConfigError(f"environment variable {name}: {where} is a {_kind(child)}, not a table: give its "
+                                  f"whole value as JSON in {ENV_PREFIX}{ENV_NESTING.join(keys[: depth + 1]).upper()}")
+            node[key] = child = dict(child)
+            node = child
+        node[keys[-1]] = value
+        sources[keys] = name
+    return sources
+
+
+def _kind(value: Any) -> str:
+    return {list: "list", str: "string", bool: "boolean", int: "number", float: "number"}.get(type(value), "value")
+
+
+def _describe(exc: ValidationError, path: Path | None, sources: dict[tuple[str, ...], str]) -> str:
+    """Every problem, grouped by where its value came from: a variable, else the file (or the options)."""
+    base = f"{path}: bad {WHAT}" if path is not None else "bad options"
+    groups: dict[str, list[str]] = {}
+    for error in exc.errors():
+        loc = tuple(str(x) for x in error["loc"])
+        matches = [keys for keys in sources if loc and (loc[: len(keys)] == keys or keys[: len(loc)] == loc)]
+        if matches:
+            label = f"environment variable {sources[max(matches, key=len)]}: bad {WHAT}"
+        elif not loc and sources:  # the whole configuration: the file and the variables together
+            where = f"{path} with " if path is not None else ""
+            label = f"{where}{', '.join(sorted(set(sources.values())))}: bad {WHAT}"
+        else:
+            label = base
+        groups.setdefault(label, []).append(error_line(error))
+    return "; ".join(f"{label}: {'; '.join(problems)}" for label, problems in groups.items())
+
+
+# -- the example ------------------------------------------------------------------------------------------------
+
+COMMENTS: dict[str, str] = {
+    "roster": "the council's seats, one per vendor: a regular seat sits on every row not of its own vendor's "
+              "models; a reserve only where self-exclusion emptied a seat",
+    "roster.vendor": "the vendor the seat speaks for",
+    "roster.judge_model": "the judge model asked for the seat (it must be the vendor's own)",
+    "roster.reserve": "a reserve seat",
+    "quorum": "fewest valid round-two votes a row needs; with fewer it is incorrect and flagged no_quorum",
+    "self_exclusion": "a vendor's judge never grades its own vendor's models (false only as an audit)",
+    "shadow_self": "the excluded own-vendor judge also votes in round one: shadow.jsonl, never counted",
+    "vendor_map": "model id (or org prefix) -> vendor, wins over the built-in rules",
+    "batch_audit": "share of batched votes re-asked alone (audit.jsonl, never counted), 0 to 1",
+    "seed": "seeds peer letters, the batch audit's sample, the bootstrap and the embedded provider's world",
+    "judge": "every judge call",
+    "judge.temperature": "sampling temperature",
+    "judge.max_tokens": "output bound of a one-row answer",
+    "judge.containment": "fence the graded text as data (false only as an audit: the unfenced judge-v1 layout)",
+    "timeouts": "every provider call's HTTP timeouts, in seconds",
+    "timeouts.connect_s": "to connect",
+    "timeouts.read_s": "between two reads of the answer",
+    "timeouts.total_s": "for the whole call",
+    "retry": "retries of transient faults (429, 5xx, timeouts, resets) and each vendor's circuit breaker",
+    "retry.max_attempts": "attempts per call, the first included",
+    "retry.base_delay_s": "first backoff without a provider hint (doubling, full jitter)",
+    "retry.max_delay_s": "longest wait between attempts",
+    "retry.breaker_window_s": "the breaker opens after failing this long with no success...",
+    "retry.breaker_min_failures": "...and at least this many failed attempts in a row",
+    "retry.breaker_cooldown_s": "an open breaker lets one probe through after this long",
+    "rows_in_flight": "rows in progress at once",
+    "compress_archive": "keep the archive and rows.jsonl as zstd frames (every command reads both)",
+    "model_prices": "model id -> [USD per million input tokens, USD per million output tokens]; wins over the "
+                    "vendor's prices",
+    "elicit_max_tokens": "output bound of each question put to a model under test (--models)",
+    "budget_usd": "spend at most this many USD (no call starts that would go over); unset: no budget",
+    "max_response_chars": "a longer response is refused before any call (refused.jsonl)",
+    "bootstrap_resamples": "resamples of every bootstrap interval",
+    "selective_penalty": "a wrong answer's cost in the selective score (calibration)",
+    "honesty": "the abstention-aware composite (summary.json: honesty): each graded row scores +1 correct, "
+               "abstain_credit abstained, -wrong_penalty wrong, -confident_wrong_penalty confidently wrong",
+    "honesty.abstain_credit": "score of an abstention",
+    "honesty.wrong_penalty": "cost of a wrong answer",
+    "honesty.confident_wrong_penalty": "cost of a wrong answer stated with confidence >= confident_at",
+    "honesty.confident_at": "stated confidence from which a wrong answer is confident",
+    "vendors": "per vendor account (a vendor not listed has the defaults shown): limits, batching, prices",
+    "vendors.rpm": "requests per minute (0: unlimited)",
+    "vendors.tpm": "tokens per minute (0: unlimited)",
+    "vendors.concurrency": "requests in flight at once (shared by every process drawing on the vendor's quota)",
+    "vendors.max_batch": "most rows of one round in one request, when the request limit binds",
+    "vendors.price_in_per_mtok": "USD per million input tokens",
+    "vendors.price_out_per_mtok": "USD per million output tokens",
+    "vendors.context_tokens": "the judge's context window: a longer prompt is refused before any call",
+}
+"""One line per field (``table.field`` inside a table), for :func:`example_toml`."""
+
+# Shown commented out in the example, since the defaults leave them empty or unset.
+_EXAMPLE_VALUES: dict[str, Any] = {
+    "budget_usd": 25.0,
+    "vendor_map": {"acme/our-model-7b": "meta"},
+    "model_prices": {"openai/gpt-4.1-mini": (0.4, 1.6)},
+}
+_EXAMPLE_VENDOR = ("openai", VendorSettings(rpm=5000, tpm=2_000_000, concurrency=64, max_batch=8, price_in_per_mtok=1.25,
+                                            price_out_per_mtok=10.0))
+
+
+def toml_value(value: Any) -> str:
+    """``value`` (a bool, number, string, or a list of them) as a TOML value."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        text = repr(value)
+        return text if any(c in text for c in ".eni") else text + ".0"
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    raise TypeError(f"no TOML form for {type(value).__name__}")
+
+
+def toml_key(key: str) -> str:
+    """A bare key when it can be one, else a quoted key."""
+    return key if key and all(c.isalnum() or c in "_-" for c in key) and key.isascii() else json.dumps(key)
+
+
+def _comment(key: str) -> str:
+    if key not in COMMENTS:
+        raise KeyError(f"example_toml: no comment for {key!r}: add one to council.protocol.configfile.COMMENTS")
+    return COMMENTS[key]
+
+
+def _scalars(model: BaseModel, prefix: str, commented: bool = False) -> list[str]:
+    mark = "# " if commented else ""
+    return [f"{mark}{name} = {toml_value(getattr(model, name))}  # {_comment(prefix + name)}"
+            for name in type(model).model_fields]
+
+
+def example_toml() -> str:
+    """A complete configuration in TOML, every field at its default with a comment saying what it does; it loads
+    back to exactly ``CouncilConfig()``. Tables the defaults leave empty (``vendors``, ``model_prices``,
+    ``vendor_map``) show an example, commented out."""
+    config = CouncilConfig()
+    head = [
+        "# grading-council configuration (TOML). Every value below is the default: keep only what you change.",
+        "# Use it with --config FILE. Environment variables override it: COUNCIL_<FIELD> (COUNCIL_QUORUM=4) and",
+        "# COUNCIL_<TABLE>__<KEY> (COUNCIL_JUDGE__TEMPERATURE=0.2, COUNCIL_VENDORS__OPENAI__RPM=600), values read",
+        "# as JSON when they parse; command-line options override both.",
+        "",
+    ]
+    scalars: list[str] = []
+    tables: list[str] = []
+    for name in CouncilConfig.model_fields:
+        value = getattr(config, name)
+        if name == "roster":
+            continue  # an array of tables: last
+        if isinstance(value, BaseModel):
+            tables += ["", *_wrapped(_comment(name)), f"[{name}]", *_scalars(value, f"{name}.")]
+        elif isinstance(value, dict):
+            tables += ["", *_wrapped(_comment(name)), f"[{name}]"]
+            if name == "vendors":
+                vendor, settings = _EXAMPLE_VENDOR
+                tables += [f"# [vendors.{vendor}]", *_scalars(settings, "vendors.", commented=True)]
+            else:
+                tables += [f"# {toml_key(k)} = {toml_value(v)}" for k, v in _EXAMPLE_VALUES[name].items()]
+            tables += [f"{toml_key(k)} = {toml_value(v)}" for k, v in value.items()]  # none by default
+        elif value is None:
+            scalars.append(f"# {name} = {toml_value(_EXAMPLE_VALUES[name])}  # {_comment(name)}")
+        else:
+            scalars.append(f"{name} = {toml_value(value)}  # {_comment(name)}")
+    roster = ["", *_wrapped(_comment("roster"))]
+    for k, member in enumerate(config.roster):  # the fields' comments once, on the first seat
+        lines = _scalars(member, "roster.")
+        roster += ["[[roster]]", *(lines if k == 0 else [line.partition("  # ")[0] for line in lines]), ""]
+    return "\n".join([*head, *scalars, *tables, *roster]).rstrip("\n") + "\n"
+
+
+def _wrapped(text: str) -> list[str]:
+    return [f"# {line}" for line in textwrap.wrap(text, 110)]

@@ -1,0 +1,532 @@
+"""The report's figures: matplotlib, drawn without pyplot and returned as inline SVG.
+
+Every figure is drawn under the same settings (matplotlib's defaults, then ours), so a run gives the same bytes
+whatever the machine's matplotlibrc says. Text stays text (``svg.fonttype = none``); the SVG loses its XML
+prologue, metadata, namespace declarations and unreferenced ids, and the ids it keeps are prefixed with the
+figure's id, so many SVGs sit in one page without clashing. Colours are Okabe-Ito (lines, bars) and cividis
+(heatmaps); every value is also written as text.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import re
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import matplotlib
+import matplotlib.style
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.ticker import FuncFormatter, MaxNLocator
+
+# Okabe & Ito's palette, distinguishable with every common colour-vision deficiency (yellow left out: too pale
+# on white for lines).
+BLUE, ORANGE, GREEN, VERMILLION, PURPLE, SKY, BLACK = (
+    "#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#000000")
+SERIES = (BLUE, ORANGE, GREEN, VERMILLION, PURPLE, SKY, BLACK)
+MARKERS = ("o", "s", "D", "^", "v", "P", "X", "<", ">", "h")
+GREY = "#8c8c8c"
+WIDTH = 9.0  # inches: the page's content width at 72 pt per inch and 4/3 px per pt
+MAX_ROWS = 40  # models drawn in one dot-and-interval chart (the table lists every one)
+MAX_LINES = 12  # models drawn in the slope chart
+
+RC = {
+    "svg.fonttype": "none",
+    "svg.hashsalt": "grading-council-report",
+    "font.family": "sans-serif",
+    "font.sans-serif": ["DejaVu Sans"],
+    "font.size": 9.5,
+    "axes.titlesize": 10,
+    "axes.titleweight": "bold",
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.edgecolor": "#444444",
+    "axes.labelcolor": "#222222",
+    "xtick.color": "#333333",
+    "ytick.color": "#333333",
+    "grid.color": "#d9d9d9",
+    "grid.linewidth": 0.6,
+    "legend.frameon": False,
+    "figure.facecolor": "white",
+    "savefig.facecolor": "white",
+    "path.simplify": True,
+}
+
+
+@contextmanager
+def _style() -> Iterator[None]:
+    with matplotlib.rc_context():
+        matplotlib.style.use("default")
+        matplotlib.rcParams.update(RC)
+        yield
+
+
+def series(k: int) -> tuple[str, str]:
+    """The colour and marker of the ``k``-th series (a marker as well as a colour, never colour alone)."""
+    return SERIES[k % len(SERIES)], MARKERS[k % len(MARKERS)]
+
+
+def render(draw: Callable[[], Figure], prefix: str) -> str:
+    """The figure that ``draw`` returns (drawn under the report's settings) as inline SVG markup."""
+    with _style():
+        fig = draw()
+        buf = io.StringIO()
+        fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None, "Format": None, "Type": None})
+    return clean_svg(buf.getvalue(), prefix)
+
+
+_ID = re.compile(r' id="([^"]+)"')
+_REF = re.compile(r'(url\(#|href="#)([^")]+)')
+_FONT_FAMILY = re.compile(r"font-family: [^;\"]*(?:; )?")
+_PATH = re.compile(r' d="([^"]*)"')
+_TAG = re.compile(r"<[^>]+>")
+_DECIMALS = re.compile(r"(?<![\w.#])(-?\d+\.\d\d)\d+")
+
+
+def clean_svg(raw: str, prefix: str) -> str:
+    """Matplotlib's SVG made fit to inline: no prologue, metadata, global style, namespace declarations (the
+    HTML parser puts ``<svg>`` in its namespace), ``xlink:href`` as SVG 2's ``href``, font families left to the
+    page's style sheet, ids kept only where referenced and prefixed with ``prefix``, whitespace squeezed."""
+    s = raw[raw.index("<svg"):]
+    s = re.sub(r"\s*<metadata>.*?</metadata>", "", s, flags=re.S)
+    s = re.sub(r"\s*<style[^>]*>.*?</style>", "", s, flags=re.S)
+    s = re.sub(r"\s*<defs>\s*</defs>", "", s)
+    s = re.sub(r'\s+xmlns(?::\w+)?="[^"]*"', "", s)
+    s = s.replace(' version="1.1"', "").replace("xlink:href=", "href=")
+    referenced = {m.group(2) for m in _REF.finditer(s)}
+    s = _ID.sub(lambda m: f' id="{prefix}-{m.group(1)}"' if m.group(1) in referenced else "", s)
+    s = _REF.sub(lambda m: f"{m.group(1)}{prefix}-{m.group(2)}", s)
+    s = _FONT_FAMILY.sub("", s)
+    s = _PATH.sub(lambda m: ' d="' + " ".join(m.group(1).split()) + '"', s)
+    s = _TAG.sub(lambda m: _DECIMALS.sub(r"\1", m.group(0)), s)  # coordinates to 1/100 pt
+    s = re.sub(r' transform="rotate\(-?0 [^"]*\)"', "", s)
+    s = _unwrap_groups(re.sub(r"\n\s+", "\n", s).strip())
+    return s.replace("://", ":&#47;&#47;")  # text, never a link: no URL survives in the page's bytes
+
+
+_GROUP = re.compile(r"<g(?:\s[^>]*)?>\n?|</g>\n?")
+
+
+def _unwrap_groups(s: str) -> str:
+    """Drop every ``<g>`` without attributes (and its ``</g>``): once unreferenced ids are gone, most of
+    matplotlib's groups only nest."""
+    out, stack, at = [], [], 0
+    for m in _GROUP.finditer(s):
+        out.append(s[at:m.start()])
+        at = m.end()
+        tag = m.group(0)
+        if tag.startswith("</g"):
+            if not stack.pop():
+                out.append(tag)
+        else:
+            bare = tag.strip() == "<g>"
+            stack.append(bare)
+            if not bare:
+                out.append(tag)
+    out.append(s[at:])
+    return "".join(out)
+
+
+def _num(value: Any) -> float:
+    """A JSON number as float, NaN for null or anything else."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return math.nan
+    return float(value)
+
+
+def _short(name: str, limit: int = 38) -> str:
+    return name if len(name) <= limit else name[: limit - 1] + "…"
+
+
+def _fmt(value: float, digits: int = 1) -> str:
+    return "—" if not math.isfinite(value) else f"{value:.{digits}f}"
+
+
+# -- leaderboards --------------------------------------------------------------------------------------------
+
+
+def leaderboard(rows: Sequence[dict[str, Any]], *, xlabel: str, extra: Sequence[tuple[str, str, str, str]] = ()
+                ) -> Figure:
+    """Dot-and-interval chart, best first. ``rows``: dicts with ``name``, ``score``, ``low``, ``high`` (0-100)
+    and optionally the keys of ``extra``: (key, label, colour, marker) drawn as extra markers (round one's
+    score, the true score)."""
+    rows = list(rows)[:MAX_ROWS]
+    n = len(rows)
+    fig = Figure(figsize=(WIDTH, 0.9 + 0.34 * n), layout="constrained")
+    ax = fig.add_subplot()
+    y = np.arange(n)[::-1]
+    for yi, r in zip(y, rows, strict=True):
+        lo, hi, sc = _num(r.get("low")), _num(r.get("high")), _num(r.get("score"))
+        if math.isfinite(lo) and math.isfinite(hi):
+            ax.plot([lo, hi], [yi, yi], color=BLUE, linewidth=3.2, alpha=0.45, solid_capstyle="round", zorder=2)
+        label = _fmt(sc) + (f"  [{_fmt(lo)}–{_fmt(hi)}]" if math.isfinite(lo) and math.isfinite(hi) else "")
+        ax.text(104, yi, label, va="center", ha="left", fontsize=8.5, color="#222222")
+    ax.scatter([_num(r.get("score")) for r in rows], y, s=46, color=BLUE, edgecolors="white", linewidths=0.8, zorder=6,
+               label="council score (95% CI)")
+    for key, label, colour, marker in extra:
+        values = [_num(r.get(key)) for r in rows]
+        if any(math.isfinite(v) for v in values):
+            filled = marker in ("x", "+", "|")
+            ax.scatter(values, y, s=36, marker=marker, zorder=5, label=label, linewidths=1.4,
+                       **({"color": colour} if filled else {"facecolors": "none", "edgecolors": colour}))
+    ax.set_yticks(y, [_short(str(r["name"])) for r in rows])
+    ax.set_xlim(0, 101.5)
+    ax.set_xticks([0, 20, 40, 60, 80, 100])
+    ax.set_ylim(-0.7, n - 0.3)
+    ax.set_xlabel(xlabel)
+    ax.grid(axis="x")
+    ax.set_axisbelow(True)
+    ax.legend(loc="lower left", bbox_to_anchor=(0, 1.0), ncol=3, fontsize=8.5, handletextpad=0.3)
+    return fig
+
+
+# -- grader rules ----------------------------------------------------------------------------------------------
+
+
+def rule_slopes(rules: Sequence[str], models: Sequence[str], scores: dict[str, dict[str, float]],
+                taus: dict[str, float], tops: dict[str, str]) -> Figure:
+    """Small multiples, one per alternative grader rule: each model's score (0-100) under the council (left) and
+    under the rule (right), one line per model (nudged sideways so ties stay visible). A flat panel is a rule
+    that changes nothing; a framed panel changes the top model. Kendall's tau against the council in the title."""
+    models = list(models)[:MAX_LINES]
+    others = [r for r in rules if r != "council"]
+    cols = min(5, max(1, len(others)))
+    rows = math.ceil(len(others) / cols)
+    fig = Figure(figsize=(WIDTH, 1.0 + 1.85 * rows), layout="constrained")
+    axes = fig.subplots(rows, cols, squeeze=False, sharey=True)
+    council = scores.get("council", {})
+    values = [v for r in rules for v in (_num(scores.get(r, {}).get(m)) for m in models) if math.isfinite(v)]
+    low, high = (min(values), max(values)) if values else (0.0, 100.0)
+    pad = max(2.0, (high - low) * 0.12)
+    step = 0.12 / max(len(models) - 1, 1)
+    handles = []
+    for i in range(rows * cols):
+        ax = axes[i // cols][i % cols]
+        if i >= len(others):
+            ax.set_visible(False)
+            continue
+        rule = others[i]
+        for k, model in enumerate(models):
+            colour, marker = series(k)
+            dodge = (k - (len(models) - 1) / 2) * step
+            a, b = _num(council.get(model)), _num(scores.get(rule, {}).get(model))
+            if math.isfinite(b):
+                line, = ax.plot([dodge, 1 + dodge], [a, b], color=colour, marker=marker, markersize=4, linewidth=1.4)
+            else:  # no score under this rule (a single member never grades its own vendor's models)
+                line, = ax.plot([dodge], [a], color=colour, marker=marker, markersize=4, linewidth=1.4, alpha=0.35)
+            if i == 0:
+                handles.append((line, _short(model, 34)))
+        moved = tops.get(rule) != tops.get("council")
+        tau = _num(taus.get(rule))
+        ax.set_title(f"{rule}\nτ {_fmt(tau, 2)}" + ("  ✱ new top" if moved else ""), fontsize=8.5,
+                     color=VERMILLION if moved else "#222222")
+        if moved:
+            for spine in ("left", "bottom", "top", "right"):
+                ax.spines[spine].set_visible(True)
+                ax.spines[spine].set_color(VERMILLION)
+                ax.spines[spine].set_linewidth(1.6)
+        ax.set_xticks([0, 1], ["council", "rule"], fontsize=7.5)
+        ax.set_xlim(-0.3, 1.3)
+        ax.set_ylim(max(-1.0, low - pad), min(101.0, high + pad))
+        ax.grid(axis="y")
+        ax.set_axisbelow(True)
+        ax.tick_params(axis="y", labelsize=7.5)
+        if i % cols == 0:
+            ax.set_ylabel("score (%)", fontsize=8)
+    fig.legend([h for h, _ in handles], [label for _, label in handles], loc="outside upper center",
+               ncol=min(3, max(1, len(handles))), fontsize=8)
+    return fig
+
+
+# -- votes moving --------------------------------------------------------------------------------------------
+
+
+def diverging_flips(members: Sequence[str], to_correct: Sequence[int], to_incorrect: Sequence[int],
+                    valid: Sequence[int]) -> Figure:
+    """Per member, votes that moved to incorrect (left) and to correct (right) between rounds."""
+    n = len(members)
+    fig = Figure(figsize=(WIDTH, 0.9 + 0.5 * n), layout="constrained")
+    ax = fig.add_subplot()
+    y = np.arange(n)[::-1]
+    right, left = np.asarray(to_correct, dtype=float), np.asarray(to_incorrect, dtype=float)
+    span = max(1.0, float(np.max(right, initial=0)), float(np.max(left, initial=0)))
+    ax.barh(y, right, color=BLUE, height=0.6, label="to correct")
+    ax.barh(y, -left, color=ORANGE, height=0.6, hatch="///", edgecolor="white", linewidth=0, label="to incorrect")
+    labels = []
+    for yi, r, l, v, m in zip(y, right, left, valid, members, strict=True):
+        ax.text(r + span * 0.02, yi, f"+{int(r)}" if r else "0", va="center", ha="left", fontsize=8.5)
+        ax.text(-l - span * 0.02, yi, f"−{int(l)}" if l else "0", va="center", ha="right", fontsize=8.5)
+        labels.append(f"{m}\n{int(r + l):,} of {v:,} moved ({(r + l) / v:.1%})" if v else f"{m}\nno valid pair")
+    ax.axvline(0, color="#333333", linewidth=0.8)
+    ax.set_xlim(-span * 1.2, span * 1.2)
+    ax.set_yticks(y, labels, fontsize=8.5)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{abs(v):g}"))
+    ax.set_xlabel("votes changed between rounds:  ← to incorrect   |   to correct →")
+    ax.grid(axis="x")
+    ax.set_axisbelow(True)
+    ax.legend(loc="lower left", bbox_to_anchor=(0, 1.0), ncol=2, fontsize=8.5)
+    return fig
+
+
+# -- agreement -----------------------------------------------------------------------------------------------
+
+
+def _text_colour(rgba: Sequence[float]) -> str:
+    r, g, b = rgba[:3]
+    return "black" if 0.2126 * r + 0.7152 * g + 0.0722 * b > 0.45 else "white"
+
+
+def _heat(ax: Any, matrix: np.ndarray, labels: Sequence[str], texts: np.ndarray, vmin: float, vmax: float,
+          cmap: Any, fontsize: float = 7.5) -> Any:
+    masked = np.ma.masked_invalid(matrix)
+    n = len(labels)
+    edges = np.arange(n + 1) - 0.5
+    image = ax.pcolormesh(edges, edges, masked, cmap=cmap, vmin=vmin, vmax=vmax, edgecolors="white", linewidth=1.0)
+    ax.set_xlim(-0.5, n - 0.5)
+    ax.set_ylim(n - 0.5, -0.5)
+    ax.set_aspect("equal")
+    for i in range(n):
+        for j in range(n):
+            if i == j:
+                ax.text(j, i, "—", ha="center", va="center", fontsize=8, color="#666666")
+            elif math.isfinite(matrix[i, j]):
+                ax.text(j, i, texts[i, j], ha="center", va="center", fontsize=fontsize,
+                        color=_text_colour(cmap((matrix[i, j] - vmin) / (vmax - vmin or 1.0))))
+            else:
+                ax.text(j, i, "n/a", ha="center", va="center", fontsize=7, color="#666666")
+    ax.set_xticks(range(n), list(labels), rotation=35, ha="right", rotation_mode="anchor")
+    ax.set_yticks(range(n), list(labels))
+    ax.tick_params(length=0)
+    for spine in ax.spines.values():
+        spine.set_visible(False)
+    return image
+
+
+def pair_matrix(members: Sequence[str], pairs: dict[str, Any], key: str) -> np.ndarray:
+    """Symmetric member × member matrix of ``pairs["a|b"][key]`` (NaN where absent; diagonal NaN)."""
+    index = {m: i for i, m in enumerate(members)}
+    out = np.full((len(members), len(members)), np.nan)
+    for name, cell in pairs.items():
+        a, _, b = name.partition("|")
+        if a in index and b in index:
+            value = _num(cell.get(key) if isinstance(cell, dict) else cell)
+            out[index[a], index[b]] = out[index[b], index[a]] = value
+    return out
+
+
+def agreement_heatmap(members: Sequence[str], kappa: np.ndarray, percent: np.ndarray | None, title: str) -> Figure:
+    """Cohen's kappa per member pair (colour and text), percent agreement under it."""
+    cmap = matplotlib.colormaps["cividis"]
+    n = len(members)
+    side = 1.3 + 0.46 * n
+    fig = Figure(figsize=(side + 0.9, side), layout="constrained")
+    ax = fig.add_subplot()
+    texts = np.empty(kappa.shape, dtype=object)
+    for i in range(n):
+        for j in range(n):
+            k = _fmt(kappa[i, j], 2)
+            texts[i, j] = k if percent is None or not math.isfinite(percent[i, j]) else f"{k}\n{percent[i, j]:.0%}"
+    vmin = min(0.0, float(np.nanmin(kappa))) if np.isfinite(kappa).any() else 0.0
+    image = _heat(ax, kappa, members, texts, vmin, 1.0, cmap)
+    ax.set_title(title)
+    bar = fig.colorbar(image, ax=ax, shrink=0.8)
+    bar.set_label("Cohen's κ")
+    return fig
+
+
+def scale_kappa_grid(members: Sequence[str], dims: Sequence[str], rounds: Sequence[str],
+                     matrices: dict[tuple[str, str], np.ndarray]) -> Figure:
+    """Quadratic-weighted kappa per member pair, small multiples: a column per dimension (a row when there are
+    more than four) and a row per round."""
+    cmap = matplotlib.colormaps["cividis"]
+    n = len(members)
+    wide = len(dims) <= 4
+    grid = [[(d, r) for d in dims] for r in rounds] if wide else [[(d, r) for r in rounds] for d in dims]
+    n_rows, n_cols = len(grid), len(grid[0])
+    cell = min(0.9 + 0.42 * n, (WIDTH - 1.0) / n_cols)
+    fig = Figure(figsize=(cell * n_cols + 1.0, cell * n_rows + 0.4), layout="constrained")
+    axes = fig.subplots(n_rows, n_cols, squeeze=False)
+    finite = [m[np.isfinite(m)] for m in matrices.values()]
+    low = min([0.0, *(float(f.min()) for f in finite if f.size)])
+    size = 7.5 if n <= 6 else 6.5
+    image = None
+    for i, row in enumerate(grid):
+        for j, (dim, round_) in enumerate(row):
+            matrix = matrices.get((dim, round_), np.full((n, n), np.nan))
+            texts = np.vectorize(lambda v: _fmt(v, 2), otypes=[object])(matrix)
+            image = _heat(axes[i][j], matrix, members, texts, low, 1.0, cmap, fontsize=size)
+            axes[i][j].set_title(f"{dim} · {'round one' if round_ == 'round1' else 'round two'}", fontsize=9)
+            axes[i][j].tick_params(labelsize=7)
+    if image is not None:
+        fig.colorbar(image, ax=axes, shrink=0.6).set_label("quadratic-weighted κ")
+    return fig
+
+
+# -- herding -------------------------------------------------------------------------------------------------
+
+
+def herding(members: Sequence[str], conforming: Sequence[int], dissenting: Sequence[int], unaligned: Sequence[int],
+            lift_weak: float, lift_strong: float, weak_rows: int, strong_rows: int) -> Figure:
+    """Left: each member's round-two flips, with or against its peers' round-one majority (or with no
+    majority). Right: the agreement lift from rows with weak vs strong round-one majorities."""
+    n = len(members)
+    fig = Figure(figsize=(WIDTH, 1.3 + 0.42 * n), layout="constrained")
+    left, right = fig.subplots(1, 2, width_ratios=[3, 1.25])
+    y = np.arange(n)[::-1]
+    start = np.zeros(n)
+    total = (np.asarray(conforming) + np.asarray(dissenting) + np.asarray(unaligned)).astype(float)
+    span = max(1.0, float(total.max(initial=0)))
+    for values, label, colour, hatch in ((conforming, "with the peers' majority", ORANGE, ""),
+                                         (dissenting, "against it", BLUE, "///"),
+                                         (unaligned, "no majority", "#c8c8c8", "")):
+        v = np.asarray(values, dtype=float)
+        left.barh(y, v, left=start, color=colour, height=0.6, label=label, hatch=hatch, edgecolor="white",
+                  linewidth=0)
+        start = start + v
+    for yi, c, d, u, t in zip(y, conforming, dissenting, unaligned, total, strict=True):
+        share = f"  {c / (c + d):.0%} conform" if c + d else ""
+        left.text(t + span * 0.02, yi, f"{int(c)} / {int(d)} / {int(u)}{share}", va="center", fontsize=8)
+    left.set_yticks(y, list(members))
+    left.set_xlim(0, span * 1.45)
+    left.xaxis.set_major_locator(MaxNLocator(integer=True))
+    left.set_xlabel("votes changed in round two")
+    left.grid(axis="x")
+    left.set_axisbelow(True)
+    left.legend(loc="lower left", bbox_to_anchor=(0, 1.0), ncol=3, fontsize=8)
+    values = [100 * lift_weak, 100 * lift_strong]  # percentage points of agreement
+    labels = [f"{name}\n({k:,} row{'' if k == 1 else 's'})" for name, k in (("weak", weak_rows), ("strong", strong_rows))]
+    shown = [v if math.isfinite(v) else 0.0 for v in values]
+    right.bar([0, 1], shown, color=[VERMILLION, SKY], width=0.6)
+    top = max([abs(v) for v in shown] + [1e-9])
+    for xi, v in enumerate(values):
+        right.text(xi, (v if math.isfinite(v) else 0.0) + top * 0.04, "—" if not math.isfinite(v) else f"{v:+.2f} pts",
+                   ha="center", va="bottom", fontsize=8.5)
+    right.set_xticks([0, 1], labels)
+    right.axhline(0, color="#333333", linewidth=0.8)
+    right.set_ylim(min(0.0, min(shown) * 1.3), top * 1.35)
+    right.set_title("agreement lift (points)\nby round-one majority", fontsize=9)
+    right.grid(axis="y")
+    right.set_axisbelow(True)
+    return fig
+
+
+# -- calibration ---------------------------------------------------------------------------------------------
+
+
+def reliability_diagrams(models: Sequence[str], mean_confidence: np.ndarray, share_correct: np.ndarray,
+                         n: np.ndarray, titles: Sequence[str]) -> Figure:
+    """One reliability diagram per model: each confidence bin's mean stated confidence against the council's
+    share judged correct, the marker's area by the bin's rows, the diagonal for perfect calibration."""
+    k = len(models)
+    cols = min(3, k)
+    rows = math.ceil(k / cols)
+    fig = Figure(figsize=(WIDTH, 0.6 + 3.3 * rows), layout="constrained")
+    axes = fig.subplots(rows, cols, squeeze=False)
+    biggest = max(1, int(n.max(initial=0)))
+    handles = []
+    for i in range(rows * cols):
+        ax = axes[i // cols][i % cols]
+        if i >= k:
+            ax.set_visible(False)
+            continue
+        have = n[i] > 0
+        diagonal, = ax.plot([0, 1], [0, 1], color=GREY, linestyle="--", linewidth=1)
+        xs, ys, ns = mean_confidence[i][have], share_correct[i][have], n[i][have]
+        gaps = ax.vlines(xs, xs, ys, color=ORANGE, linewidth=3.5, alpha=0.7)
+        ax.plot(xs, ys, color=BLUE, linewidth=1.1)
+        dots = ax.scatter(xs, ys, s=16 + 150 * ns / biggest, color=BLUE, zorder=3)
+        for x_, y_, n_ in zip(xs, ys, ns, strict=True):
+            ax.annotate(f"{int(n_)}", (x_, y_), xytext=(6, 4), textcoords="offset points", ha="left", fontsize=7,
+                        color="#333333")
+        if not handles:
+            handles = [(diagonal, "perfectly calibrated"), (dots, "bin (area: rows; label: rows)"),
+                       (gaps, "gap from the diagonal")]
+        ax.set_xlim(0, 1.05)
+        ax.set_ylim(-0.03, 1.08)
+        ax.set_title(titles[i], fontsize=8.5)
+        ax.set_xlabel("stated confidence", fontsize=8)
+        if i % cols == 0:
+            ax.set_ylabel("share judged correct by the council", fontsize=8)
+        ax.tick_params(labelsize=7.5)
+        ax.grid(True)
+        ax.set_axisbelow(True)
+    fig.legend([h for h, _ in handles], [label for _, label in handles], loc="outside upper center", ncol=3,
+               fontsize=8)
+    return fig
+
+
+# -- quota ---------------------------------------------------------------------------------------------------
+
+
+def quota_timelines(vendors: Sequence[str], timelines: Sequence[Any]) -> Figure:
+    """Requests per minute over time per vendor (small multiples, shared time axis), 429s marked."""
+    k = len(vendors)
+    cols = 2 if k > 1 else 1
+    rows = math.ceil(k / cols)
+    fig = Figure(figsize=(WIDTH, 0.5 + 2.1 * rows), layout="constrained")
+    axes = fig.subplots(rows, cols, squeeze=False, sharex=True)
+    end = max((float(np.nanmax(tl.t)) + tl.bucket_s for tl in timelines), default=1.0)
+    minutes = end > 180
+    scale = 60.0 if minutes else 1.0
+    for i in range(rows * cols):
+        ax = axes[i // cols][i % cols]
+        if i >= k:
+            ax.set_visible(False)
+            continue
+        tl = timelines[i]
+        per_min = np.append(tl.requests, tl.requests[-1]) * (60.0 / tl.bucket_s)  # the last interval drawn whole
+        t = np.append(tl.t, tl.t[-1] + tl.bucket_s) / scale
+        ax.step(t, per_min, where="post", color=BLUE, linewidth=1.3)
+        ax.fill_between(t, per_min, step="post", color=BLUE, alpha=0.15)
+        hit = np.append(np.nan_to_num(tl.rate_limited) > 0, False)
+        top = float(np.nanmax(per_min, initial=0)) or 1.0
+        limited = int(np.nansum(tl.rate_limited))
+        if hit.any():
+            ax.scatter(t[hit] + tl.bucket_s / (2 * scale), np.full(int(hit.sum()), top * 1.08), marker="v", color=VERMILLION, s=22, zorder=3)
+        ax.set_ylim(0, top * 1.2)
+        ax.set_title(f"{vendors[i]} · {int(np.nansum(tl.requests)):,} requests · {limited:,} × 429", fontsize=9)
+        ax.grid(True)
+        ax.set_axisbelow(True)
+        if i % cols == 0:
+            ax.set_ylabel("requests / min", fontsize=8)
+        if i // cols == rows - 1 or i + cols >= k:
+            ax.set_xlabel("minutes since start" if minutes else "seconds since start", fontsize=8)
+            ax.xaxis.set_tick_params(labelbottom=True)
+        ax.tick_params(labelsize=7.5)
+    handles = [Line2D([], [], color=BLUE, linewidth=1.3),
+               Line2D([], [], color=VERMILLION, marker="v", linestyle="none", markersize=6)]
+    fig.legend(handles, ["requests per minute", "an interval with a 429 (rate limited)"], loc="outside upper center",
+               ncol=2, fontsize=8)
+    return fig
+
+
+# -- cross-judge ---------------------------------------------------------------------------------------------
+
+
+def crossjudge_deltas(models: Sequence[str], delta: Sequence[float], low: Sequence[float], high: Sequence[float],
+                      grader: str) -> Figure:
+    """Per model, the other grader's score minus the council's (0-100 points) with its bootstrap interval."""
+    n = len(models)
+    fig = Figure(figsize=(WIDTH, 0.9 + 0.34 * n), layout="constrained")
+    ax = fig.add_subplot()
+    y = np.arange(n)[::-1]
+    d, lo, hi = (np.array([_num(v) for v in xs]) for xs in (delta, low, high))
+    span = max(5.0, float(np.nanmax(np.abs(np.concatenate([lo, hi, d])), initial=0.0)) * 1.1)
+    for yi, a, b, c in zip(y, lo, hi, d, strict=True):
+        if math.isfinite(a) and math.isfinite(b):
+            ax.plot([a, b], [yi, yi], color=PURPLE, linewidth=3, alpha=0.5, solid_capstyle="round")
+        ax.text(span * 1.05, yi, f"{c:+.1f} [{_fmt(a)}, {_fmt(b)}]" if math.isfinite(c) else "—", va="center",
+                fontsize=8.5)
+    ax.scatter(d, y, color=PURPLE, s=40, zorder=3)
+    ax.axvline(0, color="#333333", linewidth=0.8)
+    ax.set_xlim(-span, span)
+    ax.set_yticks(y, [_short(m) for m in models])
+    ax.set_xlabel(f"{_short(grader, 50)} − council (points of 100)")
+    ax.grid(axis="x")
+    ax.set_axisbelow(True)
+    return fig
