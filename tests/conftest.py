@@ -23,3 +23,12 @@ def ray_session():
     ensure_ray(num_cpus=2)
     yield
     shutdown_ray()
+
+
+@pytest.fixture(autouse=True)
+def _no_report_at_run_end(request, monkeypatch):
+    """Every run ends by writing its report.html, about a second of matplotlib: over the suite's few hundred
+    runs that is minutes. Tests marked ``report_at_end`` keep it (they test it); the report's own tests call
+    ``write_report`` themselves."""
+    if request.node.get_closest_marker("report_at_end") is None:
+        monkeypatch.setattr("council.run.runner._write_report", lambda run_dir, log: None)
