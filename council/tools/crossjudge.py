@@ -94,11 +94,19 @@ async def _ask_judge(model: str, vendor: str, config: CouncilConfig, provider_ur
     pending: set[asyncio.Future[JudgeCallRecord]] = set()
     with open(out, "ab") as handle:
         def archive(done: set[asyncio.Future[JudgeCallRecord]]) -> None:
+            """Archive the votes that came back; then raise the first failure among them (every future's
+            outcome is read, so none is left unretrieved)."""
+            failure = None
             for future in done:
+                if future.exception() is not None:
+                    failure = failure or future.exception()
+                    continue
                 record = future.result()
                 archived[record.row_id] = record
                 handle.write(dump_line(record.model_dump(mode="json")))
             handle.flush()
+            if failure is not None:
+                raise failure
 
         try:
             for row in rows:
@@ -117,6 +125,8 @@ async def _ask_judge(model: str, vendor: str, config: CouncilConfig, provider_ur
                 done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
                 archive(done)
         finally:
+            for future in pending:  # a failure stops the report: what is still queued is never sent
+                future.cancel()
             await judge.close()
     return asked
 

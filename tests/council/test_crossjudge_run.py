@@ -104,3 +104,18 @@ def test_the_crossjudge_command(tmp_path, capsys):
     text = capsys.readouterr().out
     for key in ("mean_delta", "Kendall", "Spearman", "provider_spread", "group_spread", "no-preference"):
         assert key in text
+
+
+async def test_an_unusable_provider_stops_the_report_with_one_error(tmp_path, caplog):
+    import gc
+
+    from council.core.errors import ProviderUnavailable
+
+    bank_path, responses = write_world(tmp_path, 6)
+    await grade(tmp_path, bank_path, responses, world(0.0, 3), run_id="r")
+    with pytest.raises(ProviderUnavailable, match="cannot connect"):
+        await crossjudge(tmp_path / "runs", "r", JUDGE, provider_url="http://127.0.0.1:9/v1")
+    await asyncio.sleep(0)
+    gc.collect()
+    assert not [r for r in caplog.records if "never retrieved" in r.getMessage()]
+    assert not (tmp_path / "runs" / "r" / "crossjudge" / "meta-llama_llama-3.1-405b-instruct" / "report.json").exists()
