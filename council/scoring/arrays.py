@@ -90,9 +90,10 @@ class VoteArrays:
     scales: list[Scale] = field(default_factory=list)  # the graded items' scales; ``scale_of_row`` indexes it
     scale_of_row: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
     """(R,) int32: the row's scale (-1: a correct / incorrect item)."""
-    levels: np.ndarray = field(default_factory=lambda: np.zeros((0, 0, 0, 2)))
-    """(R, M, D, 2) float64 (D: the most dimensions of any scale, 0 without scales): each member's level per
-    dimension (in its scale's order) and round, NaN where none was given validly."""
+    levels: np.ndarray = field(default_factory=lambda: np.zeros((0, 0, 0, 2), dtype=np.int8))
+    """(R, M, D, 2) int8 (D: the most dimensions of any scale, 0 without scales; a scale has at most 101
+    levels): each member's level per dimension (in its scale's order) and round, ``MISSING`` where none was
+    given validly."""
 
     def subset(self, keep: np.ndarray) -> VoteArrays:
         """The same run restricted to the rows where ``keep`` is true (models, items and members kept)."""
@@ -149,7 +150,8 @@ def build(folder: Path, roster: list[MemberSpec], self_exclusion: bool, probe_by
                           dtype=np.int32)
     scale_of_row = item_scale[np.array(item_idx, dtype=np.int64)] if n else np.zeros(0, dtype=np.int32)
     dims = [{d: k for k, d in enumerate(sc.names)} for sc in scale_list]
-    levels = np.full((n if scale_list else 0, len(members), max((len(d) for d in dims), default=0), 2), np.nan)
+    levels = np.full((n if scale_list else 0, len(members), max((len(d) for d in dims), default=0), 2), agg.MISSING,
+                     dtype=np.int8)
     # One panel per producing vendor, decided by the protocol's rule; rows pick theirs by vendor.
     distinct = sorted(set(vendors))
     panels = np.zeros((len(distinct), len(members)), dtype=bool)
@@ -167,7 +169,7 @@ def build(folder: Path, roster: list[MemberSpec], self_exclusion: bool, probe_by
                 votes[i, j, round_ - 1] = CODE.get(rec.get("verdict"), agg.MISSING)
                 answered[i, j, round_ - 1] = rec.get("parse_status") != "error"
                 if scale_list and scale_of_row[i] >= 0:
-                    levels[i, j, :, round_ - 1] = np.nan
+                    levels[i, j, :, round_ - 1] = agg.MISSING
                     column = dims[scale_of_row[i]]
                     for name, level in (rec.get("scores") or {}).items():
                         if name in column:
@@ -205,7 +207,7 @@ def build(folder: Path, roster: list[MemberSpec], self_exclusion: bool, probe_by
         difficulty=np.array([np.nan if (d := (difficulty or {}).get(it)) is None else d for it in items],
                             dtype=np.float64),
         spend=spend, scales=scale_list, scale_of_row=scale_of_row.astype(np.int32),
-        levels=levels if scale_list else np.zeros((n, len(members), 0, 2)),
+        levels=levels if scale_list else np.zeros((n, len(members), 0, 2), dtype=np.int8),
     )
 
 

@@ -72,8 +72,9 @@ def decide(a: VoteArrays, quorum: int) -> list[ScaleRows]:
     for s, scale in enumerate(a.scales):
         rows = np.flatnonzero((a.scale_of_row == s) & a.graded)
         d = len(scale.names)
-        levels = a.levels[rows][:, :, :d, :]
-        levels = np.where(a.eligible[rows][:, :, None, None], levels, np.nan)  # only the panel's levels count
+        given = a.levels[rows][:, :, :d, :]
+        seated = a.eligible[rows][:, :, None, None] & (given != agg.MISSING)  # only the panel's levels count
+        levels = np.where(seated, given, np.nan)
         out.append(ScaleRows.of(scale, rows, levels, quorum))
     return out
 
