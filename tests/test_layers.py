@@ -33,6 +33,7 @@ ROOMS: list[tuple[str, tuple[str, ...]]] = [
     ("run", ("council.run",)),
     ("service", ("council.service",)),
     ("tools", ("council.tools",)),
+    ("console", ("council.console",)),
     ("cli", ("council.cli",)),
 ]
 LEVEL = {room: level for level, (room, _) in enumerate(ROOMS)}

@@ -21,6 +21,7 @@ from rich.console import Console
 import bank
 from council import cli
 from council.cli import EXIT_CODES, build_parser, main
+from council.console.output import table
 from council.core.schema import JudgeCallRecord
 
 REPO = Path(__file__).resolve().parents[2]
@@ -140,7 +141,7 @@ def test_a_drawn_table_folds_long_names_instead_of_cutting_them():
     screen = Terminal()
     target = Console(file=screen, width=40, force_terminal=True, color_system=None)
     name = "meta-llama/llama-3.3-70b-instruct-with-a-long-suffix"
-    cli._table("scores", ("model", "rows", "council", "95% CI"), [(name, "160", "56.2%", "48.8%-64.4%")], to=target)
+    table("scores", ("model", "rows", "council", "95% CI"), [(name, "160", "56.2%", "48.8%-64.4%")], to=target)
     drawn = screen.getvalue()
     assert "…" not in drawn and "scores" in drawn
     first_column = "".join(line.split("│")[1].strip() for line in drawn.splitlines() if line.startswith("│"))

@@ -1,0 +1,137 @@
+"""The options several commands share, each with the help ``--help`` shows (its default included), and the checks
+of their values: a bad value is an error of the command that names the option."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import bank
+from council.run.runner import BACKENDS
+
+PROGRESS_EVERY_S = 10.0
+SAMPLE_BANK_HELP = f"the shipped sample, bank/samples/{bank.SAMPLE_BANK.name}"
+SAMPLE_RESPONSES_HELP = f"the shipped sample, bank/samples/{bank.SAMPLE_RESPONSES.name}"
+CONFIG_HELP = ("council config, TOML or JSON (`council init` writes an example): roster, quorum, seed, per-vendor "
+               "limits and prices; COUNCIL_<FIELD> environment variables override it and options override both "
+               "(default: none: the built-in council)")
+
+
+def positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be greater than 0, got {text}")
+    return value
+
+
+def seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 (no progress lines) or more, got {text}")
+    return value
+
+
+def count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
+    return value
+
+
+def fraction(text: str) -> float:
+    value = positive(text)
+    if value > 1:
+        raise argparse.ArgumentTypeError(f"must be a fraction in (0, 1], got {text}")
+    return value
+
+
+def runs_dir_arg(p: argparse.ArgumentParser, what: str = "where the run folders are") -> None:
+    p.add_argument("--runs-dir", type=Path, default=Path("runs"), metavar="DIR", help=f"{what} (default: ./runs)")
+
+
+def input_args(p: argparse.ArgumentParser, *, responses_required: bool) -> None:
+    """What is graded: the bank and the responses."""
+    p.add_argument("--bank", type=Path, default=bank.SAMPLE_BANK, metavar="FILE",
+                   help=f"question bank JSONL (default: {SAMPLE_BANK_HELP})")
+    if responses_required:
+        p.add_argument("--responses", type=Path, required=True, metavar="PATH",
+                       help="responses to grade: a file (or a folder, for --format overlooked)")
+    else:
+        p.add_argument("--responses", type=Path, default=bank.SAMPLE_RESPONSES, metavar="FILE",
+                       help=f"responses JSONL to grade (default: {SAMPLE_RESPONSES_HELP})")
+
+
+def council_args(p: argparse.ArgumentParser) -> None:
+    """Who grades what: the config, the vendors of the models, self-exclusion."""
+    p.add_argument("--config", type=Path, metavar="FILE", help=CONFIG_HELP)
+    p.add_argument("--vendor-map", type=Path, metavar="FILE",
+                   help="JSON object mapping a model id (or its prefix before '/') to its vendor; wins over the "
+                        "built-in rules and the config's vendor_map (needed for ids of no known family) "
+                        "(default: none)")
+    p.add_argument("--no-self-exclusion", action="store_true",
+                   help="audit only: let a vendor's judge grade its own vendor's models (recorded in the manifest) "
+                        "(default: off: a vendor never grades its own models)")
+
+
+def protocol_args(p: argparse.ArgumentParser) -> None:
+    """How the council grades: the settings a run records in its manifest (fixed once it starts)."""
+    p.add_argument("--seed", type=int, metavar="N",
+                   help="seed of the letter shuffle and of the embedded provider (default: the config's, else 0)")
+    p.add_argument("--quorum", type=int, metavar="N",
+                   help="valid votes needed for a consensus (default: the config's, else 3)")
+    p.add_argument("--no-containment", action="store_true",
+                   help="audit only: send responses and peers' reasons unfenced (the judge-v1 layout), to measure "
+                        "how far planted injections steer judges without containment (default: off)")
+    p.add_argument("--shadow-self", action="store_true",
+                   help="self-preference audit: the excluded own-vendor judge also grades round one, never "
+                        "counted (default: off)")
+    p.add_argument("--batch-audit", type=fraction, metavar="FRACTION",
+                   help="re-ask this seeded share of batched votes alone and report batched-vs-solo agreement "
+                        "(default: the config's, else none)")
+    p.add_argument("--budget-usd", type=positive, metavar="USD",
+                   help="issue no call that would take projected spend over this; the run stays resumable with a "
+                        "larger budget (default: the config's, else no budget)")
+
+
+def running_args(p: argparse.ArgumentParser) -> None:
+    """Where the run goes and where its calls are made; none of these changes the run's results."""
+    runs_dir_arg(p, "where run folders go")
+    p.add_argument("--run-id", metavar="ID",
+                   help="name of the new run's folder; an existing run is never overwritten (default: the UTC time "
+                        "and a random suffix, e.g. 20261130-210326-ffbe)")
+    p.add_argument("--provider-url", metavar="URL",
+                   help="send every vendor's calls to this OpenAI-compatible base URL (ending in /v1) (default: "
+                        "none: the embedded provider, for the shipped sample or with --simulate)")
+    p.add_argument("--simulate", action="store_true",
+                   help="grade with the embedded provider's simulated judges: no real model is asked (default: "
+                        "off; on for the shipped sample)")
+    p.add_argument("--sim-config", type=Path, metavar="FILE",
+                   help="JSON behaviour file of the embedded provider (default: its planted behaviour)")
+    p.add_argument("--reuse-from", action="append", default=[], metavar="RUN_ID",
+                   help="serve votes whose request is archived in this earlier run from its archive; repeatable "
+                        "(default: none)")
+    p.add_argument("--backend", choices=BACKENDS, default="ray",
+                   help="ray: one actor per judge on a local Ray instance (or --ray-address); local: in this "
+                        "process, no Ray (default: ray)")
+    p.add_argument("--ray-address", metavar="ADDRESS",
+                   help="join this Ray cluster (e.g. auto) (default: none: start a private local instance on "
+                        "127.0.0.1)")
+    p.add_argument("--shards", type=count, metavar="N",
+                   help="spread the rows over N shard workers (Ray actors placed across the cluster's nodes, one "
+                        "CPU each) that share each vendor's one quota; the run folder stays on this node "
+                        "(default: none: one coordinator in this process)")
+    p.add_argument("--compress-archive", action="store_true",
+                   help="write the run's archive and rows as zstd frames, about 7x smaller; every command reads "
+                        "them as it reads plain files (default: off)")
+    p.add_argument("--progress-every", type=seconds, default=PROGRESS_EVERY_S, metavar="S",
+                   help="when stderr is not a terminal, print one progress line every S seconds; 0: none (default: "
+                        "10; on a terminal the progress is a live display)")
