@@ -4,7 +4,9 @@ of their values: a bad value is an error of the command that names the option.""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import bank
 from council.run.runner import BACKENDS
@@ -17,34 +19,28 @@ CONFIG_HELP = ("council config, TOML or JSON (`council init` writes an example):
                "(default: none: the built-in council)")
 
 
-def positive(text: str) -> float:
+def _number(text: str, kind: type, ok: Callable[[float], bool], must: str) -> Any:
+    """``text`` as a ``kind`` (float or int) for which ``ok`` holds, else an argparse error saying what it must be."""
     try:
-        value = float(text)
+        value = kind(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be greater than 0, got {text}")
+        raise argparse.ArgumentTypeError(
+            f"not a {'number' if kind is float else 'whole number'}: {text!r}") from None
+    if not ok(value):
+        raise argparse.ArgumentTypeError(f"must be {must}, got {text}")
     return value
+
+
+def positive(text: str) -> float:
+    return _number(text, float, lambda v: v > 0, "greater than 0")
 
 
 def seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 (no progress lines) or more, got {text}")
-    return value
+    return _number(text, float, lambda v: v >= 0, "0 (no progress lines) or more")
 
 
 def count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
-    return value
+    return _number(text, int, lambda v: v >= 1, "at least 1")
 
 
 def fraction(text: str) -> float:
