@@ -42,15 +42,15 @@ from council.core.schema import Dimension, Scale
 from council.protocol.prompts import NO_PEER_SCORES, SCALE_ROUND1_TEMPLATE, SCALE_ROUND2_TEMPLATE, decode_untrusted
 from council.sim._config import SimConfig
 from council.sim._judging import (
-    _NONCE_RE,
     Decision,
     ItemVerdict,
-    _fields,
     _item_uniforms,
     _Judge,
     _lcfirst,
+    _one_nonce,
     _pick,
     _pieces,
+    _read_all,
     _shared_normal,
     _wrap,
     _z,
@@ -139,16 +139,8 @@ def parse_graded(text: str) -> GradedPrompt | None:
         if not text.startswith(parts[0]):
             continue
         names = _NAMES[rnd]
-        head = _fields(text, parts, len(names) - 1)
-        if head is None:
-            return None
-        values, pos = head
-        last = len(text) - len(parts[-1])
-        if last < pos or not text.endswith(parts[-1]):
-            return None
-        values.append(text[pos:last])
-        nonces = [v for n, v in zip(names, values) if n == "nonce"]
-        if not _NONCE_RE.fullmatch(nonces[0]) or any(n != nonces[0] for n in nonces):
+        values = _read_all(text, parts, len(names))
+        if values is None or not _one_nonce(names, values):
             return None
         got = dict(zip(names, values))
         scale = _read_scale(got["scale"])

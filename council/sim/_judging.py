@@ -197,6 +197,24 @@ def _fields(body: str, parts: list[str], n: int) -> tuple[list[str], int] | None
     return out, pos
 
 
+def _read_all(text: str, parts: list[str], n: int) -> list[str] | None:
+    """All ``n`` fields of ``text`` laid out as for :func:`_fields`, the last one running to the final piece."""
+    head = _fields(text, parts, n - 1)
+    if head is None:
+        return None
+    values, pos = head
+    last = len(text) - len(parts[-1])
+    if last < pos or not text.endswith(parts[-1]):
+        return None
+    return [*values, text[pos:last]]
+
+
+def _one_nonce(names: list[str], values: list[str]) -> bool:
+    """Whether every ``nonce`` field holds the same well-formed nonce."""
+    nonces = [v for n, v in zip(names, values) if n == "nonce"]
+    return bool(_NONCE_RE.fullmatch(nonces[0])) and all(n == nonces[0] for n in nonces)
+
+
 def _legacy_stream(rnd: int, question: str, reference: str, rubric: str, response: str, own_verdict: str = "",
                    own_reason: str = "", peers: tuple[Peer, ...] = ()) -> str:
     """The body the legacy layout would carry for this content: what seeds a row's decisions, so that a row
@@ -222,19 +240,11 @@ def _json_object(text: str, keys: tuple[str, ...]) -> dict | None:
 
 def _parse_contained(body: str, rnd: int, key: str) -> JudgePrompt | None:
     parts, names = _C[rnd], _C_NAMES[rnd]
-    head = _fields(body, parts, len(_COMMON) + len(names) - 1)
-    if head is None:
+    values = _read_all(body, parts, len(_COMMON) + len(names))
+    if values is None or not _one_nonce(names, values[3:]):
         return None
-    values, pos = head
-    last = len(body) - len(parts[-1])
-    if last < pos or not body.endswith(parts[-1]):
-        return None
-    values.append(body[pos:last])
     question, reference, rubric = values[:3]
-    got = dict(zip(names, values[3:]))  # the repeated nonce keeps its last value: all are compared below
-    nonces = [v for n, v in zip(names, values[3:]) if n == "nonce"]
-    if not _NONCE_RE.fullmatch(nonces[0]) or any(n != nonces[0] for n in nonces):
-        return None
+    got = dict(zip(names, values[3:]))  # the repeated nonce keeps its last value: all were the same
     response = decode_untrusted(got["response"])
     if rnd == 1:
         return JudgePrompt(1, question, reference, rubric, response, body=body, key=key, contained=True,
