@@ -241,8 +241,10 @@ def _config_file(path: Path | None, **overrides: Any) -> CouncilConfig:
     """The council config at ``path`` (TOML or JSON; None: the defaults), the ``COUNCIL_<FIELD>`` environment
     variables on top and ``overrides`` (the options given) on top of both; ConfigError names where a bad value
     came from."""
-    from council.protocol.configfile import load_config
+    from council.protocol.configfile import load_config, mistyped_variables
 
+    for warning in mistyped_variables(os.environ):
+        console.print(f"[yellow]warning:[/yellow] {escape(warning)}", highlight=False, soft_wrap=True)
     return load_config(path, **overrides)
 
 

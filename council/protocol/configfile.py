@@ -20,6 +20,7 @@ council config: quorum: ...``), or the options when there is no file (``bad opti
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import textwrap
@@ -89,6 +90,25 @@ def environment(environ: Mapping[str, str]) -> list[tuple[str, tuple[str, ...], 
             value = raw
         found.append((name, keys, value))
     return sorted(found, key=lambda f: (len(f[1]), f[1], f[0]))
+
+
+def mistyped_variables(environ: Mapping[str, str]) -> list[str]:
+    """A warning for each ``COUNCIL_*`` variable whose first part names no field but is close to one
+    (``COUNCIL_QUORAM``: did you mean ``COUNCIL_QUORUM``?). Such a variable is ignored, like every variable that is
+    not configuration (``COUNCIL_API_KEY``); only a near miss of a field's name is worth a word."""
+    fields = list(CouncilConfig.model_fields)
+    out = []
+    for name in sorted(environ):
+        if not name.upper().startswith(ENV_PREFIX):
+            continue
+        first, _, rest = name[len(ENV_PREFIX):].partition(ENV_NESTING)
+        if first.lower() in fields:
+            continue
+        near = difflib.get_close_matches(first.lower(), fields, n=1, cutoff=0.8)
+        if near:
+            meant = ENV_PREFIX + near[0].upper() + (ENV_NESTING + rest if rest else "")
+            out.append(f"environment variable {name} is not configuration and is ignored: did you mean {meant}?")
+    return out
 
 
 def apply_environment(data: dict[str, Any], environ: Mapping[str, str]) -> dict[tuple[str, ...], str]:

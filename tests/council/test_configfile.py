@@ -232,3 +232,26 @@ def test_every_sim_field_is_documented_with_its_type_and_default():
 def test_the_readme_points_to_the_sim_config_reference():
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     assert "docs/sim-config.md" in readme and "docs/sim-config.schema.json" in readme
+
+
+def test_a_near_miss_of_a_field_name_is_warned_about_and_other_variables_are_not():
+    from council.protocol.configfile import mistyped_variables
+
+    environ = {"COUNCIL_QUORAM": "4", "COUNCIL_JUDG__TEMPERATURE": "0.2", "COUNCIL_API_KEY": "k",
+               "COUNCIL_SERVICE_TOKEN": "t", "COUNCIL_QUORUM": "3", "HOME": "/root"}
+    warnings = mistyped_variables(environ)
+    assert warnings == [
+        "environment variable COUNCIL_JUDG__TEMPERATURE is not configuration and is ignored: did you mean "
+        "COUNCIL_JUDGE__TEMPERATURE?",
+        "environment variable COUNCIL_QUORAM is not configuration and is ignored: did you mean COUNCIL_QUORUM?",
+    ]
+    assert load_config(None, environ).quorum == 3  # the near miss changes nothing
+
+
+def test_the_command_line_says_when_a_variable_is_a_near_miss(tmp_path, monkeypatch, capsys):
+    from council.cli import main
+
+    monkeypatch.setenv("COUNCIL_QUORAM", "4")
+    code = main(["estimate", "--json"])
+    err = capsys.readouterr().err
+    assert code == 0 and "did you mean COUNCIL_QUORUM?" in err
