@@ -31,47 +31,38 @@ Why a no-preference interval
 A spread is a range, so it is >= 0 and noise alone makes it positive: a
 plain bootstrap interval of a spread never contains 0 and cannot say whether
 a spread is more than noise. Each spread therefore also gets a
-*no-preference interval*: the same statistic recomputed, under the same
-resamples, on deltas with the effect in question removed, so that the data
-have exactly no preference but keep their noise. For the provider spread a
-row's delta becomes d_r - P_v(r) + mean_delta (every vendor then has the same
-P_v); for the group spread d_r - e_i + mean_g(e) (every item of a group then
-has the same e_i). A resample's spread of these centred deltas is the spread
-that noise alone produces; ``null_high``, its ``ci`` quantile, is the upper
-end of a one-sided no-preference interval. A spread is not safe when it
-exceeds ``null_high`` *and* is at least ``min_spread`` points: more than
-noise, and large enough to matter. (The constant added back does not change
-a spread; it only keeps the centred deltas on the scale.)
+*no-preference interval*, whose upper end ``null_high`` (the ``ci`` quantile)
+is the largest spread noise alone plausibly makes. A spread is not safe when
+it exceeds ``null_high`` *and* is at least ``min_spread`` points: more than
+noise, and large enough to matter.
 
-Because deltas are shifted by a constant per vendor (or per item), the
-resampled no-preference spread is the range of the resampled deviations
-P*_v - P_v (or e*_i - e_i within each group), which costs nothing beyond the
-resamples. Each resample's deviations are scaled by sqrt(n / sum_j (w_j - 1)^2),
-w_j the times unit j (an item, or a model) was drawn and n the number of
-units. A resampled mean's deviation is the units' residuals weighted by
-(w_j - 1) / n; the factor fixes the size of those weights to that of the
-sampling error of a mean over n units. Unscaled, the null would be off in two
-ways that matter with few units: too small by sqrt((n - 1) / n) on average,
-and, since one draw of models serves every item, a draw that repeats a model
-widens every item's deviation at once, so that a spread averaged over many
-groups, which noise moves little, would get a null that noise moves a lot.
-(In worlds of 300 items in groups of 3 and 8 models with about 21 points of
-noise on each delta, the unscaled upper end lay near 17 points against
-noise-only spreads near 13, and a planted 8-point target effect was never
-found; scaled, it is found in 56 of 60 such worlds.) Over hundreds of items
-the factor is within a few percent of 1. A draw of every unit exactly once
-has no deviation to scale and is left out of the null.
+- Provider spread: the same item resamples, on deltas with each vendor's
+  effect removed (d_r - P_v(r) + mean_delta: every vendor then has the same
+  P_v), so the resampled spread is the range of the deviations P*_v - P_v.
+  Each resample's deviations are scaled by sqrt(n / sum_j (w_j - 1)^2), w_j
+  the times item j was drawn and n the number of items: a resampled mean's
+  deviation is the items' residuals weighted by (w_j - 1) / n, and the factor
+  fixes the size of those weights to that of the sampling error of a mean over
+  n items (over hundreds of items it is within a few percent of 1; a draw of
+  every item exactly once has no deviation to scale and is left out).
+- Group spread: a permutation test. With no target preference the items of a
+  matched group are exchangeable, so each permutation shuffles every model's
+  (sum, count) cells among the items of each group, independently per model,
+  and recomputes the mean within-group spread; ``null_high`` is the ``ci``
+  quantile of ``n_resamples`` permutations. (A model bootstrap of centred
+  deltas was tried first: with few models it is too narrow, reading not safe
+  in 16% of no-preference worlds with 5 models and 8% with 8.) In worlds of
+  300 items in groups of 3 with noise of about 21 points per delta, 200 worlds
+  each with no preference read not safe in 13 (5 models), 9 (8) and 9 (20);
+  a +8-point target effect on one item per group was found in 27, 42 and 50
+  of 50.
 
 The spreads' own intervals (``low``, ``high``) are plain percentile intervals
-of the resampled spread; since resampling adds noise to a range, they sit
-above the value (with the worlds above, a group spread of 12 had an interval
-of about 13 to 22) and are reported for scale only, never read.
+of the resampled spread (items for the provider spread, models for the group
+spread); since resampling adds noise to a range, they sit above the value and
+are reported for scale only, never read.
 
-Limits. The model bootstrap has few units, and its no-preference interval
-is somewhat too narrow with few models per item: in such worlds without a
-target effect (200 worlds each) the group spread read not safe in about 4% with 20
-models, 8% with 8 and 16% with 5 models, and in about 23% with 8 models when
-40% of the cross scores were missing. The item bootstrap holds models fixed,
+Limits. The item bootstrap holds models fixed,
 so a model the other grader treats differently (a model effect in the delta)
 is counted as its vendor's preference: with model effects of sd 5 points and
 two models a vendor the provider spread read not safe in about 90% of worlds
@@ -89,7 +80,8 @@ single model the other grader treats differently shows up as its vendor's
 preference. ``group_spread`` resamples models with replacement instead (items
 and groups fixed; an item's mean is over the drawn models' rows), since its
 items are fixed by design and its noise is the models' disagreement; its
-draws use the seed ``(seed, 1)`` (``(*seed, 1)`` for a tuple seed). With
+draws use the seed ``(seed, 1)`` (``(*seed, 1)`` for a tuple seed), and its
+permutations a seed drawn from that generator after them. With
 fewer than two models with paired rows it has no interval and no reading.
 
 A resample's statistic is the same definition applied to the resampled data,
@@ -671,6 +663,28 @@ def _safe_div(num, den) -> np.ndarray:
     return out
 
 
+def group_permutations(rng: np.random.Generator, b: int, n_models: int, group_of_column: np.ndarray) -> np.ndarray:
+    """(b, n_models, K) column orders: each model's columns shuffled among the columns of their own group
+    (``group_of_column`` (K,), non-decreasing), independently per model and per permutation."""
+    keys = rng.random((b, n_models, group_of_column.size)) + group_of_column[None, None, :]
+    return np.argsort(keys, axis=2, kind="stable")
+
+
+def _permuted_spreads(S: np.ndarray, C: np.ndarray, group_of_column: np.ndarray, starts: np.ndarray, n: int,
+                      rng: np.random.Generator) -> np.ndarray:
+    """The mean within-group spread of the items' mean deltas under ``n`` permutations that move each model's
+    (sum, count) cells among its group's items: the spread with no target preference."""
+    n_mp, n_kg = S.shape
+    out = np.empty(n)
+    chunk = max(1, min(n, _MEMORY_BUDGET // (8 * 6 * n_mp * n_kg)))
+    for start in range(0, n, chunk):
+        order = group_permutations(rng, min(chunk, n - start), n_mp, group_of_column)
+        e_perm = _safe_div(np.take_along_axis(S[None], order, axis=2).sum(axis=1),
+                           np.take_along_axis(C[None], order, axis=2).sum(axis=1))
+        out[start:start + order.shape[0]] = _masked_mean(_segment_range(e_perm, starts), axis=1)
+    return out
+
+
 def _group_spread(delta, model_pos, groups, row_item, n_mp, n_resamples, seed, ci, t, chunk):
     """The ``group_spread`` dict (None without a group of two items with paired rows).
 
@@ -708,15 +722,14 @@ def _group_spread(delta, model_pos, groups, row_item, n_mp, n_resamples, seed, c
         "reading": None,
         "rule": (
             f"not safe when the mean within-group spread of the items' mean deltas exceeds the upper "
-            f"end of its no-preference interval (null_high: the {ci:g} quantile of that spread, under "
-            f"the same model resamples, of the deltas centred on each item's mean) and is at least "
-            f"{t.min_spread:g} points; safe otherwise; no reading with fewer than two models"
+            f"end of its no-preference interval (null_high: the {ci:g} quantile of that spread when each "
+            f"model's deltas are shuffled among the items of each group, {n_resamples} times) and is at "
+            f"least {t.min_spread:g} points; safe otherwise; no reading with fewer than two models"
         ),
     }
     if n_mp < 2:
         return out
     s_spread = np.empty(n_resamples)
-    s_null = np.empty(n_resamples)
     rng = np.random.default_rng(seed)
     if chunk is None:
         # e_star, its deviations and the masked copies: about eight (b, n_kg) float64 arrays.
@@ -724,12 +737,10 @@ def _group_spread(delta, model_pos, groups, row_item, n_mp, n_resamples, seed, c
     start = 0
     for U in _weight_chunks(rng, n_mp, n_resamples, chunk):
         stop = start + U.shape[0]
-        e_star = _safe_div(U @ S, U @ C)
-        scale = _null_scale(U, n_mp)[:, None]
-        del U
-        s_spread[start:stop] = _masked_mean(_segment_range(e_star, starts), axis=1)
-        s_null[start:stop] = _masked_mean(_segment_range(scale * (e_star - e), starts), axis=1)
+        s_spread[start:stop] = _masked_mean(_segment_range(_safe_div(U @ S, U @ C), starts), axis=1)
         start = stop
+    group_of_column = np.repeat(np.arange(n_g), per_group[keep_group])
+    s_null = _permuted_spreads(S, C, group_of_column, starts, n_resamples, np.random.default_rng(rng.integers(2**63)))
     lo, hi = (float(v[0]) for v in _interval(s_spread, ci))
     null_high = _quantile(s_null, ci)
     out.update(

@@ -25,8 +25,8 @@ from aggregator import (
     score_matrix,
     spearman,
 )
-from aggregator._bootstrap import resample_weights
-from aggregator._crossjudge import _kendall_rows, _spearman_rows
+from aggregator._bootstrap import _weight_chunks, resample_weights
+from aggregator._crossjudge import _kendall_rows, _spearman_rows, group_permutations
 
 TOL = 1e-12
 nan = math.nan
@@ -236,7 +236,7 @@ def test_model_intervals_equal_bootstrap_scores():
     np.testing.assert_allclose(res.model_delta_high, boot.high, rtol=0, atol=1e-9)
 
 
-def test_model_bootstrap_matches_naive_loop():
+def test_model_bootstrap_and_permutation_null_match_naive_loops():
     base, cross, item, model, vendor, group = random_rows(np.random.default_rng(9), n_items=20, n_models=6)
     n_res, seed, ci = 150, 3, 0.95
     res = run(base, cross, item, model, vendor, group, n_resamples=n_res, seed=seed, ci=ci)
@@ -248,8 +248,8 @@ def test_model_bootstrap_matches_naive_loop():
     for i in e:
         if group[i] >= 0:
             members.setdefault(int(group[i]), []).append(i)
-    members = {g: its for g, its in members.items() if len(its) >= 2}
-    spreads, nulls = [], []
+    members = {g: sorted(its) for g, its in sorted(members.items()) if len(its) >= 2}
+    spreads = []
     for u in U:
         weight = {m: u[k] for k, m in enumerate(models)}
         e_star = {}
@@ -257,21 +257,40 @@ def test_model_bootstrap_matches_naive_loop():
             den = sum(weight[m] for ii, m, b, c in rows if ii == i)
             if den:
                 e_star[i] = sum(weight[m] * (c - b) for ii, m, b, c in rows if ii == i) / den
-        size = sum((x - 1) ** 2 for x in u)
-        scale = math.sqrt(len(models) / size) if size else nan
-        gs, gn = [], []
+        gs = []
         for its in members.values():
             drawn = [i for i in its if i in e_star]
             if len(drawn) >= 2:
                 gs.append(max(e_star[i] for i in drawn) - min(e_star[i] for i in drawn))
-                dev = [scale * (e_star[i] - e[i]) for i in drawn]
-                gn.append(max(dev) - min(dev))
         spreads.append(np.mean(gs) if gs else nan)
-        nulls.append(np.mean(gn) if gn else nan)
     gsp = res.group_spread
     assert gsp["low"] == pytest.approx(quantile(spreads, 0.025), abs=1e-9)
     assert gsp["high"] == pytest.approx(quantile(spreads, 0.975), abs=1e-9)
+
+    # The no-preference interval: each model's (sum, count) cells shuffled among its group's items.
+    columns = [i for its in members.values() for i in its]
+    group_of_column = np.array([g for g, its in enumerate(members.values()) for _ in its])
+    rng = np.random.default_rng((seed, 1))
+    list(_weight_chunks(rng, len(models), n_res, n_res))  # the bootstrap draws come first from the same generator
+    orders = group_permutations(np.random.default_rng(rng.integers(2**63)), n_res, len(models), group_of_column)
+    cell = {(m, i): [c - b for ii, mm, b, c in rows if ii == i and mm == m] for m in models for i in columns}
+    nulls = []
+    for order in orders:
+        e_perm = {}
+        for j, i in enumerate(columns):
+            moved = [cell[(m, columns[order[k][j]])] for k, m in enumerate(models)]
+            n = sum(len(x) for x in moved)
+            if n:
+                e_perm[i] = sum(sum(x) for x in moved) / n
+        gn = []
+        for its in members.values():
+            there = [i for i in its if i in e_perm]
+            if len(there) >= 2:
+                gn.append(max(e_perm[i] for i in there) - min(e_perm[i] for i in there))
+        nulls.append(np.mean(gn) if gn else nan)
     assert gsp["null_high"] == pytest.approx(quantile(nulls, 0.95), abs=1e-9)
+    for order in orders:  # every move stays inside the model's own group
+        assert (group_of_column[order] == group_of_column[None, :]).all()
 
 
 # ---------------------------------------------------------------------------
