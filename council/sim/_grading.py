@@ -55,6 +55,7 @@ from council.sim._judging import (
     _wrap,
     _z,
     name_drop,
+    own_vendor_row,
 )
 from council.sim._truth import TruthTable, heuristic_verdict, truth_key
 
@@ -315,14 +316,7 @@ def answer_graded(
     """The judge's reply to the graded prompt ``p`` (whole-request draws made by ``decide``)."""
     b, seed, high = judge.b, config.seed, p.scale.high
     verdict, producers = _truth(truth, p.question, p.response, p.reference)
-    world = config.catalogue
-    own_row, unknown = False, 0
-    for producer in producers:
-        made_by = world.vendor(producer)
-        if made_by is None:
-            unknown += 1
-        elif made_by == judge.vendor and judge.vendor:
-            own_row = True
+    own_row, unknown = own_vendor_row(config.catalogue, judge.vendor, producers)
     fresh = _first_levels(seed, judge, p, verdict, own_row)
     if p.round == 1:
         meant, moved = fresh, []

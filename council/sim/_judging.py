@@ -689,6 +689,19 @@ class _Row:
     unknown: int
 
 
+def own_vendor_row(world: World, vendor: str, producers: frozenset[str]) -> tuple[bool, int]:
+    """Whether a row was written by a model of the judge's ``vendor`` (per the world), and how many of its
+    producers the world does not know (a judge of no known vendor owns no row)."""
+    own_row, unknown = False, 0
+    for producer in producers:
+        made_by = world.vendor(producer)
+        if made_by is None:
+            unknown += 1
+        elif made_by == vendor and vendor:
+            own_row = True
+    return own_row, unknown
+
+
 def _judge_item(
     config: SimConfig, truth: TruthTable, world: World, judge: _Judge, prompt: JudgePrompt, flip: bool = False
 ) -> _Row:
@@ -701,13 +714,7 @@ def _judge_item(
     perceived, prompt = prompt, prompt.actual
     gold, producers = truth.get(truth_key(prompt.question, prompt.response))
     truth_verdict = gold if gold is not None else heuristic_verdict(prompt.reference, prompt.response)
-    own_row, unknown = False, 0
-    for producer in producers:
-        made_by = world.vendor(producer)
-        if made_by is None:
-            unknown += 1
-        elif made_by == judge.vendor and judge.vendor:
-            own_row = True
+    own_row, unknown = own_vendor_row(world, judge.vendor, producers)
     item = truth.item(prompt.question)
     profile = config.probe(item.probe if item is not None else None)
     score = error_score(profile, config.seed, prompt.question, prompt.response, _z(u_noise))

@@ -63,15 +63,13 @@ def _score(item: BankItem, verdict: str | None, levels: dict[str, int] | None) -
 
 
 def _council_scores(folder: Path) -> dict[str, float]:
-    """The council's 0-100 score of every graded row, from the run's ``verdicts.jsonl``."""
+    """The council's 0-100 score (``council_score``) of every graded row, from the run's ``verdicts.jsonl``."""
     out: dict[str, float] = {}
     for _, v in iter_json(folder / VERDICTS):
-        if not v.get("graded"):
-            continue
-        if v.get("scale"):
-            out[v["row_id"]] = float(v["score_normalised"])
-        elif v.get("consensus") in ("correct", "incorrect"):
-            out[v["row_id"]] = 100.0 if v["consensus"] == "correct" else 0.0
+        if "council_score" not in v:
+            raise ConfigError(f"{folder / VERDICTS} predates council_score: run `council rescore {folder.name}` first")
+        if v["council_score"] is not None:
+            out[v["row_id"]] = float(v["council_score"])
     return out
 
 
