@@ -139,7 +139,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     diff = command("diff", "whether two runs are comparable, and their score and verdict changes",
                    "Whether two runs are comparable (same prompts, rules, data and judges, both complete), each "
-                   "model's score in both, and the rows whose verdict changed.",
+                   "model's score in both, and the rows whose verdict changed. Runs graded on other responses stay "
+                   "comparable; the verdicts on rows whose response changed are marked.",
                    (EXIT_OK, EXIT_INPUT, EXIT_NOT_COMPARABLE), "the runs are comparable")
     diff.add_argument("run_a", metavar="RUN_A", help="the earlier run: an id, a unique prefix or a path (required)")
     diff.add_argument("run_b", metavar="RUN_B", help="the later run: an id, a unique prefix or a path (required)")

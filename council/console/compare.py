@@ -23,9 +23,13 @@ def print_diff(d: dict[str, Any]) -> None:
     table("per-model score", ("model", d["a"], d["b"], "change"),
           [(model, pct(m["a"]), pct(m["b"]), "-" if m["delta"] is None else f"{100 * m['delta']:+.1f}")
            for model, m in d["models"].items()])
+    if d.get("responses_changed"):
+        say(f"[yellow]responses differ[/yellow]: the runs graded other answers; {d['responses_changed_rows']} of "
+            f"the changed verdicts below are on a row whose response changed (marked *)")
     say(f"{len(d['changed_rows'])} row verdicts changed")
     for row in d["changed_rows"][:20]:
-        say(f"  {row['row_id']}: {row['a']} -> {row['b']}", markup=False)
+        mark = " *" if row.get("response_changed") else ""
+        say(f"  {row['row_id']}: {row['a']} -> {row['b']}{mark}", markup=False)
     if len(d["changed_rows"]) > 20:
         say(f"  ... and {len(d['changed_rows']) - 20} more (--json lists them all)", markup=False)
 

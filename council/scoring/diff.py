@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
+import orjson
+
 from council.core.schema import RowVerdict
-from council.store.runfolder import MANIFEST, SUMMARY, VERDICTS, RunFolder, read_jsonl
+from council.store import archive
+from council.store.runfolder import MANIFEST, ROWS, SUMMARY, VERDICTS, RunFolder, read_jsonl
 
 # What must agree for two runs' numbers to be compared: same prompts, rules, data and judges.
 COMPARABLE_FIELDS = ("judge_prompt_version", "prompt_hashes", "methodology_version", "dataset_fingerprint",
@@ -37,5 +41,29 @@ def diff_runs(a: RunFolder, b: RunFolder) -> dict[str, Any]:
         for rid in sorted(set(va) | set(vb))
         if rid not in va or rid not in vb or va[rid].consensus != vb[rid].consensus
     ]
+    # Graded on other answers: the grading may still be comparable, but a changed verdict may be a changed answer.
+    fa, fb = ma.get("responses_fingerprint") or "", mb.get("responses_fingerprint") or ""
+    responses_changed = bool(fa and fb and fa != fb)
+    if responses_changed:
+        ha, hb = _response_hashes(a), _response_hashes(b)
+        for row in rows:
+            rid = row["row_id"]
+            row["response_changed"] = rid in ha and rid in hb and ha[rid] != hb[rid]
     return {"a": a.path.name, "b": b.path.name, "comparable": not mismatches, "mismatches": mismatches,
+            "responses_changed": responses_changed,
+            "responses_changed_rows": sum(r.get("response_changed", False) for r in rows),
             "models": models, "changed_rows": rows, "rows_compared": len(set(va) & set(vb))}
+
+
+def _response_hashes(folder: RunFolder) -> dict[str, bytes]:
+    """Each row's response text, as a short digest, from the run's own copy of its rows (none when it has none)."""
+    try:
+        lines = list(archive.iter_lines(folder.path / ROWS))
+    except FileNotFoundError:
+        return {}
+    out = {}
+    for line in lines:
+        if line.strip():
+            row = orjson.loads(line)
+            out[row["row_id"]] = hashlib.blake2b(row["response"].encode(), digest_size=16).digest()
+    return out

@@ -98,6 +98,32 @@ async def test_diff_says_comparable_and_what_changed(tmp_path, small_run, capsys
     assert "not comparable" in capsys.readouterr().out
 
 
+async def test_diff_marks_verdicts_on_rows_whose_response_changed(tmp_path, small_run, capsys):
+    """Another answer to grade is not another grading: still comparable, but the changed verdicts on rows whose
+    response changed are told apart from those the council changed its mind on."""
+    rows = lines(subset(tmp_path, 5))
+    edited = {r["row_id"] for r in rows[::5]}
+    flip = {"correct": "incorrect", "incorrect": "correct"}
+    for r in rows:
+        if r["row_id"] in edited:
+            r["response"] += " (revised)"
+            r["gold_verdict"] = flip[r["gold_verdict"]]
+    path = tmp_path / "edited.jsonl"
+    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    await grade(tmp_path, "edited", path)
+    assert main(["diff", "a", "edited", "--runs-dir", str(tmp_path / "runs"), "--json"]) == 0
+    d = orjson.loads(capsys.readouterr().out)
+    assert d["comparable"] and d["responses_changed"]
+    marked = {r["row_id"] for r in d["changed_rows"] if r["response_changed"]}
+    assert marked and marked <= edited and d["responses_changed_rows"] == len(marked)
+    assert {r["row_id"] for r in d["changed_rows"]} - marked == {r["row_id"] for r in d["changed_rows"]} - edited
+    assert main(["diff", "a", "edited", "--runs-dir", str(tmp_path / "runs")]) == 0
+    shown = capsys.readouterr().out
+    assert "responses differ" in shown and sum(line.endswith(" *") for line in shown.splitlines()) == len(marked)
+    assert main(["diff", "a", "a", "--runs-dir", str(tmp_path / "runs"), "--json"]) == 0
+    assert orjson.loads(capsys.readouterr().out)["responses_changed"] is False
+
+
 def test_diagnostics_count_truncation_and_warn(tmp_path, capsys):
     from council.sim import SimConfig
 
