@@ -57,13 +57,12 @@ def diff_runs(a: RunFolder, b: RunFolder) -> dict[str, Any]:
 
 def _response_hashes(folder: RunFolder) -> dict[str, bytes]:
     """Each row's response text, as a short digest, from the run's own copy of its rows (none when it has none)."""
+    out: dict[str, bytes] = {}
     try:
-        lines = list(archive.iter_lines(folder.path / ROWS))
+        for line in archive.iter_lines(folder.path / ROWS):  # streamed: a regrade's rows need not fit in memory
+            if line.strip():
+                row = orjson.loads(line)
+                out[row["row_id"]] = hashlib.blake2b(row["response"].encode(), digest_size=16).digest()
     except FileNotFoundError:
         return {}
-    out = {}
-    for line in lines:
-        if line.strip():
-            row = orjson.loads(line)
-            out[row["row_id"]] = hashlib.blake2b(row["response"].encode(), digest_size=16).digest()
     return out
