@@ -60,10 +60,12 @@ class BootstrapResult:
 # Input checks
 
 
-def _as_index(values, what: str, upper: int) -> np.ndarray:
+def _as_index(values, what: str, upper: int, *, rows: int | None = None) -> np.ndarray:
+    """``values`` as a one-dimensional int64 array of indexes in [0, upper), of length ``rows`` when given."""
     arr = np.asarray(values)
-    if arr.ndim != 1:
-        raise ValueError(f"{what} must be one-dimensional, got shape {arr.shape}")
+    if arr.ndim != 1 or (rows is not None and arr.shape[0] != rows):
+        want = "one-dimensional" if rows is None else f"of shape ({rows},)"
+        raise ValueError(f"{what} must be {want}, got shape {arr.shape}")
     if arr.size and not np.issubdtype(arr.dtype, np.integer):
         raise ValueError(f"{what} must be an integer array, got dtype {arr.dtype}")
     arr = arr.astype(np.int64, copy=False)

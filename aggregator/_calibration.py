@@ -15,6 +15,7 @@ import math
 
 import numpy as np
 
+from ._bootstrap import _as_index, _check_count
 from ._codes import plain
 
 
@@ -212,18 +213,8 @@ def calibration_summary(
 
 def _model_index(model, n_models, rows: int) -> tuple[int, np.ndarray]:
     """``(n_models, model)`` checked: a non-negative count and (rows,) integer indexes below it."""
-    if isinstance(n_models, bool) or not isinstance(n_models, (int, np.integer)) or n_models < 0:
-        raise ValueError(f"n_models must be a non-negative integer, got {n_models!r}")
-    n_models = int(n_models)
-    m = np.asarray(model)
-    if m.ndim != 1 or m.shape[0] != rows:
-        raise ValueError(f"model must have shape ({rows},), got {m.shape}")
-    if m.size and not np.issubdtype(m.dtype, np.integer):
-        raise ValueError(f"model must be an integer array, got dtype {m.dtype}")
-    m = m.astype(np.int64, copy=False)
-    if m.size and (m.min() < 0 or m.max() >= n_models):
-        raise ValueError(f"model indices must lie in [0, {n_models})")
-    return n_models, m
+    n_models = _check_count(n_models, "n_models")
+    return n_models, _as_index(model, "model", n_models, rows=rows)
 
 
 def reliability_bins(confidence, correct, abstained, model, n_models: int, *, n_bins: int = 10) -> dict[str, np.ndarray]:

@@ -101,6 +101,7 @@ import numpy as np
 
 from ._bootstrap import (
     _MEMORY_BUDGET,
+    _as_index,
     _check_ci,
     _check_count,
     _check_seed,
@@ -279,21 +280,6 @@ def _as_score(values, what: str, n: int | None) -> np.ndarray:
     return x
 
 
-def _as_rows_index(values, what: str, n_rows: int | None, upper: int, upper_name: str) -> np.ndarray:
-    arr = np.asarray(values)
-    if arr.ndim != 1 or (n_rows is not None and arr.shape[0] != n_rows):
-        want = "(n_models,)" if n_rows is None else f"({n_rows},) like base"
-        raise ValueError(f"{what} must have shape {want}, got {arr.shape}")
-    if arr.size and not np.issubdtype(arr.dtype, np.integer):
-        raise ValueError(f"{what} must be an integer array, got dtype {arr.dtype}")
-    arr = arr.astype(np.int64, copy=False)
-    if arr.size and arr.min() < 0:
-        raise ValueError(f"{what} must hold non-negative indices")
-    if arr.size and arr.max() >= upper:
-        raise ValueError(f"{what} indices must lie in [0, {upper_name}) = [0, {upper})")
-    return arr
-
-
 def _as_groups(values) -> np.ndarray:
     arr = np.asarray(values)
     if arr.ndim != 1:
@@ -463,11 +449,9 @@ def crossjudge(
     b0 = _as_score(base, "base", None)
     n_rows = b0.shape[0]
     c0 = _as_score(cross, "cross", n_rows)
-    it = _as_rows_index(item, "item", n_rows, n_items, "n_items")
-    md = _as_rows_index(model, "model", n_rows, n_models, "n_models")
-    vend = _as_rows_index(model_vendor, "model_vendor", None, n_vendors, "n_vendors")
-    if vend.shape[0] != n_models:
-        raise ValueError(f"model_vendor must have shape (n_models,) = ({n_models},), got {vend.shape}")
+    it = _as_index(item, "item", n_items, rows=n_rows)
+    md = _as_index(model, "model", n_models, rows=n_rows)
+    vend = _as_index(model_vendor, "model_vendor", n_vendors, rows=n_models)
     groups = None if group_of_item is None else _as_groups(group_of_item)
     if groups is not None and groups.shape[0] != n_items:
         raise ValueError(f"group_of_item must have shape (n_items,) = ({n_items},), got {groups.shape}")
