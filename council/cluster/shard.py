@@ -28,8 +28,9 @@ Fetch = Callable[[list[str]], Awaitable[tuple[list[JudgeCallRecord], list[VoteKe
 class RecordLink:
     """Records (and refused rows) on their way to the writer, sent in batches by a :class:`MicroBatcher`: up to
     ``max_batch`` at a time, ``linger_s`` after the first of a batch. :meth:`flush` returns once the writer has
-    everything put so far. A record still waiting here when its process dies was paid for but not archived:
-    ``linger_s`` bounds that."""
+    everything put so far. A record still waiting here when its process dies (for its batch, or for the writer to
+    take its batch) was paid for but not archived, and its vote is asked again by the chunk's next worker. The
+    wait is ``linger_s`` plus the writer's round trip: on a loaded machine, a few hundred records at a time."""
 
     def __init__(self, send: Send, *, max_batch: int = 256, linger_s: float = 0.02) -> None:
         async def write(items: list[JudgeCallRecord | tuple[str, str]]) -> list[None]:
