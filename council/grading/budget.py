@@ -64,6 +64,7 @@ class Budget:
 
 
 LEASE_SHARE = 0.01  # of the run's limit, asked for at a time by a shard's budget
+GIVE_BACK_SHARES = 4  # a shard's budget holding this many leases' worth of room it has no use for gives it back
 STARVED_S = 5.0  # how long a shard with nothing in flight waits for other shards' reservations to settle
 
 
@@ -105,7 +106,8 @@ class LeasedBudget(Budget):
     """A shard worker's budget: the same reserve-then-settle rule, bounded by the allowance leased from the run's
     :class:`BudgetLedger` through ``lease(want_usd, spent_usd, reserved_usd) -> Lease``. With nothing of its own in
     flight and nothing granted, it waits (up to :data:`STARVED_S`) while other shards hold reservations, since
-    calls usually cost less than reserved; only then is the budget exhausted."""
+    calls usually cost less than reserved and each shard gives back the room that frees
+    (:data:`GIVE_BACK_SHARES`); only then is the budget exhausted."""
 
     def __init__(self, limit_usd: float, lease: Callable[[float, float, float], Awaitable[Lease]]) -> None:
         super().__init__(limit_usd)
@@ -131,6 +133,16 @@ class LeasedBudget(Budget):
             return False
         await asyncio.sleep(0.05)  # other shards' calls settle and give back what they reserved beyond their cost
         return True
+
+    async def settle(self, projected_usd: float, actual_usd: float) -> None:
+        """Settle as any budget does; then, when calls that cost less than reserved have left this shard holding
+        room it has no use for, give it back to the ledger (another shard may be waiting for exactly that)."""
+        await super().settle(projected_usd, actual_usd)
+        async with self._settled:
+            free = self.allowance_usd - self.spent_usd - self.reserved_usd
+            if free > GIVE_BACK_SHARES * LEASE_SHARE * (self.limit_usd or 0.0):
+                lease = await self._lease(0.0, self.spent_usd, self.reserved_usd)
+                self.allowance_usd = self.spent_usd + self.reserved_usd + lease.granted_usd
 
     async def report(self) -> None:
         """Tell the ledger what was spent, giving back what is left (at the end of the shard's work)."""

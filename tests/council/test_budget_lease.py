@@ -87,3 +87,27 @@ async def test_a_starved_shard_waits_for_what_others_reserved():
     await b.reserve(0.5)  # waits, then fits once A gives its reservations back
     await settling
     assert not b.exhausted and ledger.committed_usd <= 1.0 + 1e-9
+
+
+async def test_room_a_working_shard_no_longer_needs_comes_back_without_a_report(monkeypatch):
+    """As above, but A keeps working and never reports: its cheap settles alone must give the room back, or B,
+    with nothing in flight, sees A's stale reservations, waits them out and stops the run short of its budget."""
+    from council.grading import budget as budget_module
+
+    monkeypatch.setattr(budget_module, "STARVED_S", 1.0)
+    ledger = BudgetLedger(1.0)
+    a, b = shard_budget(ledger, "a", []), shard_budget(ledger, "b", [])
+    for _ in range(9):
+        await a.reserve(0.1)
+    await a._lease(0.0, a.spent_usd, a.reserved_usd)
+
+    async def settle_a() -> None:
+        await asyncio.sleep(0.3)
+        for _ in range(9):
+            await a.settle(0.1, 0.01)
+
+    settling = asyncio.create_task(settle_a())
+    await b.reserve(0.5)
+    await settling
+    assert not b.exhausted and not a.exhausted
+    assert ledger.committed_usd <= 1.0 + 1e-9 and a.spent_usd + b.reserved_usd <= 1.0
