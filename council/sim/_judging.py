@@ -77,7 +77,8 @@ from council.protocol.prompts import (
 )
 from council.sim._config import ProbeProfile, SimConfig, VendorBehaviour
 from council.sim._truth import TruthTable, heuristic_verdict, truth_key
-from council.sim._world import BRAND, FAMILY, World, display_name
+from council.sim._naming import name_drop
+from council.sim._world import World
 
 Message = tuple[str, str]  # (role, content)
 
@@ -600,29 +601,6 @@ def _reason(verdict: str, cite: bool, reference: str, u: float) -> str:
     if cite and _norm(reference):
         return _pick(_CITED[verdict], u).format(ref=_snippet(reference))
     return _pick(_REASONS[verdict], u)
-
-
-def _article(word: str) -> str:
-    return "an" if word[:1].lower() in "aeiou" else "a"
-
-
-def name_drop(reason: str, model: str, vendor: str, u: float) -> str:
-    """``reason`` with the judge naming itself, in one of eight forms chosen by ``u``."""
-    display = display_name(model)
-    family = FAMILY.get(vendor, display)
-    brand = BRAND.get(vendor, vendor.capitalize() or display)
-    rest = _lcfirst(reason)
-    forms = (
-        lambda: f"As {display}, I find that {rest}",
-        lambda: f"{display.replace('-', chr(0x2011))} here: {reason}",  # a non-breaking hyphen, as some write it
-        lambda: f"Speaking as {_article(family)} {family} model, {rest}",
-        lambda: f"{re.sub(r'[^0-9A-Za-z.]+', '_', model.rsplit('/', 1)[-1])}'s view: {rest}",
-        lambda: f"As {_article(brand)} {brand} model, {rest}",
-        lambda: f"I, {display}, judge that {rest}",
-        lambda: f"{display} finds that {rest}",
-        lambda: f"In {display}'s judgement, {rest}",
-    )
-    return forms[min(int(u * len(forms)), len(forms) - 1)]()
 
 
 # ---- decisions -----------------------------------------------------------------------------------------
