@@ -13,7 +13,7 @@ import bank
 from council.core.errors import InputError
 from council.core.schema import BankItem, JudgeCallRecord, ResponseRow, RowVerdict, Scale
 from council.protocol.anonymise import Anonymiser
-from council.protocol.config import CouncilConfig
+from council.protocol.config import CouncilConfig, VendorSettings
 from council.protocol.panels import peers_for
 from council.protocol.parsing import read_scores
 from council.protocol.prompts import round2_body, single_messages
@@ -141,7 +141,10 @@ def lower_median(values: list[int]) -> int:
 
 async def test_graded_and_binary_items_in_one_run(tmp_path):
     bank_path, responses = write_world(tmp_path, 12, graded="half")
-    result = await grade(tmp_path, bank_path, responses, quiet(SimConfig.planted(5), latency_ms=0.0))
+    # A request limit that binds for every vendor, so the run batches wherever batching is allowed.
+    limited = {v: VendorSettings(rpm=1200, max_batch=4) for v in CouncilConfig().roster_vendors}
+    result = await grade(tmp_path, bank_path, responses, quiet(SimConfig.planted(5), latency_ms=0.0),
+                         vendors=limited)
     items = {i.id: i for i in bank.load_bank(bank_path)}
     verdicts = [RowVerdict.model_validate(v) for v in read(result.run_dir / "verdicts.jsonl")]
     graded = [v for v in verdicts if items[v.item_id].scale is not None]
@@ -162,7 +165,9 @@ async def test_graded_and_binary_items_in_one_run(tmp_path):
     records = [JudgeCallRecord.model_validate(r) for r in read(result.run_dir / "round1.jsonl")]
     graded_ids = {v.row_id for v in graded}
     assert all(r.scores and r.verdict is None for r in records if r.row_id in graded_ids and r.ok)
+    records += [JudgeCallRecord.model_validate(r) for r in read(result.run_dir / "round2.jsonl")]
     assert all(r.batch_size == 1 for r in records if r.row_id in graded_ids)  # a graded item is asked alone
+    assert any(r.batch_size > 1 for r in records if r.row_id not in graded_ids)  # while binary ones were batched
     s = result.summary
     assert sum(m["rows"] for m in s["models"].values()) == 36 and s["scaled_rows"] == 36
     scale = s["scales"]["quality"]
