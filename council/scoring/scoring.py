@@ -45,8 +45,9 @@ def score(a: VoteArrays, quorum: int, run_id: str, *, seed: int = 0, resamples: 
     n_models = len(a.models)
     s2, counts = agg.group_scores(cons.verdict[:, 1], a.model, n_models)
     s1, _ = agg.group_scores(cons.verdict[:, 0], a.model, n_models)
-    has_gold = bool((a.gold != agg.MISSING).any())
-    truth, _ = agg.group_scores((a.gold == agg.CORRECT).astype(np.int8), a.model, n_models)
+    known = a.gold != agg.MISSING  # a row without gold says nothing of its model's true score
+    has_gold = bool(known.any())
+    truth, _ = agg.group_scores((a.gold[known] == agg.CORRECT).astype(np.int8), a.model[known], n_models)
     ties, _ = agg.group_scores(cons.tie[:, 1].astype(np.int8), a.model, n_models)  # ties resolve to incorrect
 
     not_graded = np.bincount(full.model[~full.graded], minlength=n_models)

@@ -48,7 +48,8 @@ typed: strings, ``graded`` and ``abstained`` boolean, ``council_score``, ``score
 ``leaderboard.csv``: one line per model, from ``summary.json``, by model id. Columns: ``model``, ``vendor``,
 ``rows`` (graded correct / incorrect rows), ``not_graded``, ``score`` (share of those rows the council judged
 correct, 0-1), ``ci_low``, ``ci_high`` (its bootstrap interval over items, ``summary.uncertainty.scores``),
-``score_round1``, ``tie_rate``, ``true_score`` (share correct by ``gold_verdict``, empty without gold), then
+``score_round1``, ``tie_rate``, ``true_score`` (share correct by ``gold_verdict`` among the model's rows with
+gold, empty when it has none), then
 per scale ``<scale>.rows``, ``<scale>.score``, ``<scale>.ci_low``, ``<scale>.ci_high`` (0-100, the scale's
 bootstrap interval).
 

@@ -118,3 +118,33 @@ def test_reserve_sits_only_where_a_seat_was_emptied(tmp_path):
     _, plain = score(build(tmp_path, ROSTER, True, {}), 3, "t")
     assert plain["panels"]["even_panel_rows"] == 1 and plain["panels"]["sizes_differ"]
     assert any("panels differ" in w for w in plain["diagnostics"]["warnings"])
+
+
+def test_true_score_counts_only_the_rows_with_gold(tmp_path, capsys):
+    """A model's true score is the share of gold-"correct" among its rows WITH gold; a model without any is
+    null (blank in ``leaderboard.csv``, "-" in the console), never 0."""
+    from council.console.results import print_leaderboard
+    from council.store.tables import leaderboard
+
+    gold = {"meta-llama/all": ["correct", "incorrect"], "meta-llama/part": ["correct", None, None, "incorrect",
+                                                                             "correct"],
+            "meta-llama/none": [None, None]}
+    rows = [ResponseRow(item_id=f"i{k}", model=model, response="...", gold_verdict=g)
+            for model, golds in gold.items() for k, g in enumerate(golds)]
+    folder = RunFolder(tmp_path)
+    folder.write_lines("rows.jsonl", rows)
+    for row in rows:
+        for member in DEFAULT_ROSTER:
+            for k in (1, 2):
+                folder.append(rec(row.row_id, member, k, "correct"))
+    folder.close()
+    _, summary = score(build(tmp_path, ROSTER, True, {}), 3, "t", resamples=50)
+    truth = {m: v["true_score"] for m, v in summary["models"].items()}
+    # by hand: all 1 of 2; part 2 correct of its 3 rows with gold (its 2 rows without are left out); none: null
+    assert truth == {"meta-llama/all": 0.5, "meta-llama/part": round(2 / 3, 6), "meta-llama/none": None}
+    header, lines = leaderboard(summary)
+    assert {line[0]: line[header.index("true_score")] for line in lines} == truth
+    print_leaderboard(summary, "t")
+    printed = {line.split()[0]: line.split()[-1] for line in capsys.readouterr().out.splitlines()
+               if "meta-llama/" in line}
+    assert printed == {"meta-llama/all": "50.0%", "meta-llama/part": "66.7%", "meta-llama/none": "-"}
