@@ -62,8 +62,14 @@ def test_a_429_pauses_cuts_and_then_recovers():
     assert ledger.factor == pytest.approx(CUT)  # three 429s at once are one cut
     ledger.lease("h", 1, 0, Report(rate_limited=1))  # still within the cool-down: no second cut
     assert ledger.factor == pytest.approx(CUT)
-    clock.t += 2.0
-    assert ledger.lease("h", 1, 0).requests >= 0
+    clock.t += 1.9  # still paused: nothing granted, and told how long is left
+    grant = ledger.lease("h", 10, 0)
+    assert grant.requests == 0 and grant.wait_s == pytest.approx(0.1)
+    clock.t += 0.1  # the pause is over: one burst (0.5 s) at the rate in force, the cut one recovering at
+    # FAST_RECOVERY_PER_S for up to 2 s: 600/min * 0.85..0.9 * SAFETY * 0.5 s = 4.2..4.5 requests, so 4
+    grant = ledger.lease("h", 10, 0)
+    assert grant.requests == 4 and grant.wait_s == 0.0
+    assert ledger.lease("h", 10, 0).requests == 0  # and the burst is spent
     for _ in range(200):  # recovery is gradual, not a jump
         clock.t += 0.1
         ledger.lease("h", 0, 0)
