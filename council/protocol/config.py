@@ -4,55 +4,21 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 from urllib.parse import urlparse
 
-import orjson
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from council.core.errors import ConfigError
+from council.core.files import error_line as error_line  # re-exported: the loader lives in council.core.files
+from council.core.files import model_from_file as model_from_file
+from council.core.files import read_json_object as read_json_object
+from council.core.files import validation_problems as validation_problems
 from council.core.schema import MemberSpec
 from council.core.vendors import DEFAULT_RESERVES, DEFAULT_ROSTER, KNOWN_VENDORS, canonical_vendor, resolve_vendor, vendor_of
 from council.protocol.panels import panel
 
 EMBEDDED_API_KEY = "embedded-provider"  # the embedded provider accepts any bearer token
-
-
-def read_json_object(path: str | os.PathLike[str], what: str) -> dict[str, Any]:
-    """A JSON file holding one object (a config, a vendor map), or ConfigError naming the file."""
-    try:
-        data = orjson.loads(Path(path).read_bytes())
-    except FileNotFoundError as exc:
-        raise ConfigError(f"{path}: {what} not found") from exc
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read {what}: {exc.strerror or exc}") from exc
-    except orjson.JSONDecodeError as exc:
-        raise ConfigError(f"{path}: {what} is not valid JSON ({exc.msg} at line {exc.lineno})") from exc
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: {what} must be one JSON object, got {type(data).__name__}")
-    return data
-
-
-M = TypeVar("M", bound=BaseModel)
-
-
-def model_from_file(model: type[M], path: str | os.PathLike[str], what: str, **overrides: Any) -> M:
-    """``model`` validated from a JSON file with ``overrides`` on top; every problem in one ConfigError."""
-    data = read_json_object(path, what)
-    try:
-        return model.model_validate({**data, **overrides})
-    except ValidationError as exc:
-        raise ConfigError(f"{path}: bad {what}: {validation_problems(exc)}") from exc
-
-
-def validation_problems(exc: ValidationError) -> str:
-    """Every problem of a pydantic error on one line, as ``field: message`` (no pydantic boilerplate)."""
-    return "; ".join(error_line(e) for e in exc.errors())
-
-
-def error_line(error: Any) -> str:
-    """One problem of a pydantic error (an item of ``ValidationError.errors()``) as ``field: message``."""
-    return f"{'.'.join(map(str, error['loc'])) or '<root>'}: {error['msg'].removeprefix('Value error, ')}"
 
 
 class _Frozen(BaseModel):

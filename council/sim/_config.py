@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from council.protocol.config import model_from_file
+from council.core.files import model_from_file
 from council.sim._world import World, world_with
 
 _Rate = Field(ge=0.0, le=1.0)
