@@ -94,12 +94,12 @@ BARE_FAMILIES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     (re.compile(pattern), vendor)
     for pattern, vendor in (
         (r"^(gpt(?!-?neo|-?j(-|$)|4all|-?sw3)|chatgpt|o[1-9](-|$)|text-(davinci|curie|babbage|ada)|davinci|babbage"
-         r"|codex-mini)", "openai"),
+         r"|codex-mini|whisper)", "openai"),
         (r"^claude", "anthropic"),
         (r"^(gemini|(code|pali|recurrent|med|shield|data)?gemma|palm|learnlm|(text|chat|code)-bison)", "google"),
         (r"^(qwen|qwq|qvq)", "alibaba"),
         (r"^deepseek", "deepseek"),
-        (r"^(meta-?llama|llama|codellama)", "meta"),
+        (r"^(meta-?llama|llama|codellama|muse-spark)", "meta"),
         (r"^grok", "xai"),
         (r"^(open-)?(mistral|mixtral|codestral|ministral|magistral|pixtral|devstral|mathstral)", "mistral"),
         (r"^(c4ai-)?command(-|$)|^aya(-|$)", "cohere"),

@@ -16,6 +16,7 @@ from bank import load_responses
 from council.core.errors import ConfigError, InputError, UnknownVendorError
 from council.core.schema import ResponseRow
 from council.core.vendors import canonical_vendor, resolve_vendor, row_vendor, vendor_of
+from council.protocol.config import CouncilConfig
 from council.importers import import_responses
 
 # Real-world spellings of model ids: bare, OpenRouter-style, provider-native, odd case, underscores,
@@ -76,8 +77,39 @@ def test_real_world_ids_resolve(model_id, vendor):
     assert ResponseRow(item_id="q", model=model_id, response="x").vendor == vendor
 
 
-def test_the_ids_cover_many_vendors_and_forms():
-    assert len(REAL_IDS) >= 13 and len({v for _, v in REAL_IDS}) >= 7
+# The makers named in inspect_ai's model database (its ``organization``), as the vendors the council knows.
+# Hosts that serve other makers' models (Fireworks AI, Together AI, nim...) are left out: they make none.
+INSPECT_MAKERS = {"OpenAI": "openai", "openai": "openai", "Anthropic": "anthropic", "Google": "google",
+                  "Qwen": "alibaba", "Meta": "meta", "Meta-Llama": "meta", "DeepSeek": "deepseek", "xAI": "xai",
+                  "Mistral": "mistral", "Mistral AI": "mistral", "Moonshot AI": "moonshot", "moonshotai": "moonshot",
+                  "Z.ai": "zhipu", "zai-org": "zhipu"}
+
+
+def inspect_ids() -> dict[str, str]:
+    """Every model id in inspect_ai's model database whose maker is known, in the ``org/model`` form inspect
+    keys it by and as the bare model name, each with the vendor its database says made it."""
+    from inspect_ai.model._model_data.model_data import read_model_info
+
+    ids: dict[str, str] = {}
+    for key, info in read_model_info().items():
+        vendor = INSPECT_MAKERS.get(info.organization or "")
+        model = key.rsplit("/", 1)[-1]
+        if vendor is None or model == "latest":  # "latest": the database's name for a newest snapshot, not an id
+            continue
+        ids[key] = ids[model] = vendor
+    return ids
+
+
+def test_ids_listed_by_the_installed_tools_resolve_to_their_makers():
+    from typing import get_args
+
+    from openai.types.chat_model import ChatModel
+
+    listed = {model: "openai" for model in get_args(ChatModel)} | inspect_ids()
+    wrong = {m: (v, resolve_vendor(m)) for m, v in listed.items() if resolve_vendor(m) != v}
+    assert wrong == {}
+    assert set(CouncilConfig().roster_vendors) <= set(listed.values())  # every seat's vendor is in the lists
+    assert all(ResponseRow(item_id="q", model=m, response="x").vendor == v for m, v in listed.items())
 
 
 def test_loader_importer_and_schema_agree_on_every_id(tmp_path):
