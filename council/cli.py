@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import io
 import os
 import shlex
 import signal
@@ -306,10 +308,50 @@ def _estimate(args: argparse.Namespace) -> int:
 
 
 def _resume_conflicts(args: argparse.Namespace) -> list[str]:
-    """The options given with --resume that would change what the run is (they were fixed when it started)."""
+    """The options given with --resume that would change what the run is (they were fixed when it started),
+    each with the value given and the run's own: an option given with the value the run already has (the same
+    command line repeated with --resume added) changes nothing and is accepted."""
     defaults = vars(build_parser().parse_args([args.command]))
-    return sorted("--" + k.replace("_", "-") for k, v in vars(args).items()
-                  if k not in RESUME_MAY_SET and v != defaults.get(k))
+    given = {k: v for k, v in vars(args).items() if k not in RESUME_MAY_SET and v != defaults.get(k)}
+    if not given:
+        return []
+    own = _run_options(RunFolder.open_run(args.runs_dir, args.resume).read_json(MANIFEST))
+    return [f"--{k.replace('_', '-')} {_shown(v)} (the run's: {_shown(own[k]) if k in own else 'not recorded'})"
+            for k, v in sorted(given.items()) if k not in own or _comparable(k, v) != _comparable(k, own[k])]
+
+
+def _run_options(manifest: dict[str, Any]) -> dict[str, Any]:
+    """A run's own value of each option, in the parser's terms: the setting as its manifest records it (seed,
+    quorum, self-exclusion, containment, audits, inputs, models), else as its recorded command line gave it
+    (the config and behaviour files, the vendor map)."""
+    words = shlex.split(manifest.get("command", ""))
+    own: dict[str, Any] = {}
+    if words[:1] == ["council"]:
+        with contextlib.suppress(SystemExit), contextlib.redirect_stderr(io.StringIO()):
+            own = vars(build_parser().parse_args(words[1:]))
+    config = manifest.get("config", {})
+    own.update(
+        seed=manifest["seed"], quorum=manifest["quorum"], no_self_exclusion=not manifest["self_exclusion"],
+        no_containment=not config.get("judge", {}).get("containment", True),
+        shadow_self=bool(config.get("shadow_self")), batch_audit=config.get("batch_audit"),
+        compress_archive=bool(config.get("compress_archive")), simulate=bool(manifest.get("simulated")),
+        run_id=manifest["run_id"], reuse_from=list(manifest.get("reuse_from", [])),
+        models=",".join(manifest.get("models", [])) or None, bank=Path(manifest["bank_path"]),
+        **({"responses": Path(manifest["responses_path"])} if manifest.get("responses_path") else {}))
+    return own
+
+
+def _comparable(option: str, value: Any) -> Any:
+    """An option's value as compared with the run's own: paths resolved, the models as a list."""
+    if isinstance(value, Path):
+        return value.resolve()
+    if option == "models":
+        return _models(argparse.Namespace(models=value))
+    return value
+
+
+def _shown(value: Any) -> str:
+    return "(none)" if value is None else str(value)
 
 
 def _seats(roster: Sequence[Any]) -> int | None:
@@ -325,7 +367,7 @@ def _grade(args: argparse.Namespace, command_line: str) -> int:
     if resume is not None:
         conflicts = _resume_conflicts(args)
         if conflicts:
-            raise ConfigError(f"--resume continues run {resume} exactly as it was started; {', '.join(conflicts)} "
+            raise ConfigError(f"--resume continues run {resume} exactly as it was started; {'; '.join(conflicts)} "
                               f"would change it (start a new run to grade with other settings)")
     raycluster.keep_native_notices_off_stderr()  # Ray's C++ notices go to its log folder, not this terminal
     config = council_config(args) if resume is None else None

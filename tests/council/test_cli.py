@@ -280,3 +280,32 @@ def test_ray_notices_stay_off_the_screen(tmp_path):
         assert notice not in shown, (notice, shown[-3000:])
     log = (tmp_path / "runs" / "ray" / "log.jsonl").read_text(encoding="utf-8")
     assert '"ray.native_stderr"' in log
+
+
+def test_resume_accepts_the_runs_own_options_and_names_one_that_differs(tmp_path, capsys):
+    """The same command line with --resume added (the natural habit) continues the run: every option it gives
+    equals the run's own, as the manifest records it. An option with another value is refused, naming the
+    option, the value given and the run's."""
+    from tests.council.test_end_to_end import subset
+
+    runs = tmp_path / "runs"
+    config = tmp_path / "council.json"
+    config.write_bytes(orjson.dumps({"rows_in_flight": 4}))
+    line = ["run", "--backend", "local", "--runs-dir", str(runs), "--run-id", "r", "--responses",
+            str(subset(tmp_path, 3)), "--simulate", "--seed", "3", "--quorum", "3", "--config", str(config)]
+    assert main(line) == 0
+    folder = runs / "r"
+    verdicts = (folder / "verdicts.jsonl").read_bytes()
+    round2 = (folder / "round2.jsonl").read_bytes().splitlines(keepends=True)
+    (folder / "round2.jsonl").write_bytes(b"".join(round2[: len(round2) // 2]))  # a crash lost the rest
+    (folder / "verdicts.jsonl").unlink()
+    capsys.readouterr()
+    assert main([*line, "--resume", "r"]) == 0, capsys.readouterr().err
+    assert len((folder / "round2.jsonl").read_bytes().splitlines()) == len(round2)  # the lost votes asked again
+    assert (folder / "verdicts.jsonl").read_bytes() == verdicts
+    assert orjson.loads((folder / "summary.json").read_bytes())["complete"] is True
+    changed = [*line, "--resume", "r"]
+    changed[changed.index("--seed") + 1] = "4"
+    assert main(changed) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "--seed 4 (the run's: 3) would change it" in err and "--quorum" not in err and "--config" not in err
