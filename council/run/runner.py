@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -43,6 +43,9 @@ from council.store.runfolder import ITEMS, LOG, MANIFEST, ROWS, ArchiveIndex, Ru
 from council.transport.limiter import LedgerHandle
 from elicitor import ElicitTask, elicit_key
 from elicitor.prompts import ELICIT_HASH, ELICIT_VERSION
+
+if TYPE_CHECKING:
+    from council.sim import SimServer
 
 BACKENDS = ("ray", "local")
 
@@ -299,12 +302,7 @@ async def _drive_logged(
                               "the cluster cannot reach: serve it where they can (`council sim --host ADDRESS` on "
                               "a node) and pass --provider-url, or use --backend local")
     if provider_url is None:
-        from council.sim import SimConfig, TruthTable, prime, start_sim
-
-        sim_config = SimConfig.model_validate(manifest.sim_config) if manifest.sim_config else SimConfig.planted(config.seed)
-        truth = TruthTable.from_rows(items, info.read())
-        prime(sim_config, truth, manifest.models)  # a resumed run's earlier answers keep their truth
-        sim = await start_sim(sim_config, truth)
+        sim = await start_embedded(manifest, items, info.read())
         provider_url = sim.url
     endpoint = provider_endpoint(provider_url, config)
     models = manifest.models
@@ -492,6 +490,20 @@ def check_budget(config: CouncilConfig, models: list[str]) -> None:
         raise ConfigError(f"--budget-usd needs a price for every judge and model under test; no price for: "
                           f"{', '.join(unpriced)} (set vendors.<vendor>.price_in_per_mtok / price_out_per_mtok or "
                           f"model_prices in --config)")
+
+
+async def start_embedded(manifest: RunManifest, items: Iterable[BankItem], rows: Iterable[ResponseRow]) -> SimServer:
+    """The embedded provider of a simulated run, started with the run's own behaviour (the planted one at the
+    run's seed when it recorded none) and told the truth of ``rows``, and primed with the truth of every answer
+    the run's models under test give. Answers are a pure function of the request, so a provider started for
+    the same run later (to resume it, or to ask another judge: ``council crossjudge``) knows the truth of the
+    answers given earlier, and its judges grade them against it rather than guess."""
+    from council.sim import SimConfig, TruthTable, prime, start_sim
+
+    sim_config = SimConfig.model_validate(manifest.sim_config) if manifest.sim_config else SimConfig.planted(manifest.seed)
+    truth = TruthTable.from_rows(items, rows)
+    prime(sim_config, truth, manifest.models)
+    return await start_sim(sim_config, truth)
 
 
 def _sim_config(req: RunRequest) -> dict[str, Any]:

@@ -1,8 +1,8 @@
 """The cross-judge report: re-score an archived run with another grader and say whether its scores survive.
 
 ``council crossjudge RUN --judge MODEL`` asks one judge model to grade every row of the run blind (a round one
-alone, the council's own prompts), through the run's provider: the embedded one for a simulated run, else
-``--provider-url``. ``--judge single:<vendor>`` re-scores from the archive without a call: that member's
+alone, the council's own prompts), through the run's provider: the embedded one for a simulated run (started and primed with the truth as
+the run's own was: :func:`council.run.runner.start_embedded`), else ``--provider-url``. ``--judge single:<vendor>`` re-scores from the archive without a call: that member's
 round-one votes alone. Either way the council's own results are never touched: everything goes to
 ``runs/<id>/crossjudge/<name>/``:
 
@@ -158,12 +158,10 @@ async def crossjudge(runs_dir: Path, run_id: str, grader: str, *, name: str | No
         if provider_url is None and not manifest.simulated:
             raise ConfigError(f"run {run_id} was graded by real providers: pass --provider-url for {grader}")
         sim = None
-        if provider_url is None:
-            from council.sim import SimConfig, TruthTable, start_sim
+        if provider_url is None:  # the run's own embedded provider, primed with the truth as the run was
+            from council.run.runner import start_embedded
 
-            sim_config = (SimConfig.model_validate(manifest.sim_config) if manifest.sim_config
-                          else SimConfig.planted(config.seed))
-            sim = await start_sim(sim_config, TruthTable.from_rows(list(items.values()), rows()))
+            sim = await start_embedded(manifest, items.values(), rows())
             provider_url = sim.url
         try:
             asked = await _ask_judge(grader, vendor, config, provider_url, items, rows(), out / "round1.jsonl", votes)

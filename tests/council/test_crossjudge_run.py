@@ -10,12 +10,14 @@ import hashlib
 import orjson
 import pytest
 
+import bank
+
 from council.cli import main
 from council.core.errors import ConfigError
 from council.sim import SimConfig
 from council.tools.crossjudge import crossjudge
 from tests.council._provider import quiet
-from tests.council.test_scales import grade, write_world
+from tests.council.test_scales import grade, read, write_world
 
 JUDGE = "meta-llama/llama-3.1-405b-instruct"  # Meta's: a vendor under test with no seat on the council
 JUDGE_VENDOR = "meta"
@@ -70,7 +72,45 @@ async def test_a_lenient_judge_shows_in_the_mean_delta(tmp_path):
         await grade(tmp_path, bank_path, responses, world(0.0, 4, judge_leniency=leniency), run_id=run_id, seed=4)
         deltas[leniency] = (await crossjudge(tmp_path / "runs", run_id, JUDGE)).report["mean_delta"]
     assert deltas[1.0]["reading"] == "not_safe" and deltas[1.0]["low"] > 5.0  # about a level: up to 25 points
-    assert deltas[0.0]["reading"] == "safe" and deltas[0.0]["low"] < 0 < deltas[0.0]["high"] + 5
+    # An unbiased judge: its interval holds 0, the mean delta it should have, whatever the rule reads.
+    assert deltas[0.0]["reading"] == "safe" and deltas[0.0]["low"] < 0 < deltas[0.0]["high"]
+
+
+async def test_on_an_elicited_run_the_other_judge_grades_against_the_primed_truth(tmp_path):
+    """The answers of a simulated run's models under test have a truth only the provider knows (``rows.jsonl``
+    carries no gold for them). The report's provider is primed with it as the run's was, so the other judge
+    grades against it: on the rows where it differs from the guess the judges fall back to without it
+    (correct iff the response contains the reference: the honest-ignorance items, whose right answer is to
+    abstain), the judge's verdicts follow the truth about as often as its accuracy says, not the guess."""
+    from council.core.schema import BankItem, ResponseRow
+    from council.run.runner import RunRequest, run_council
+    from council.sim import TruthTable, prime
+    from council.sim._truth import heuristic_verdict
+    from council.store.runfolder import read_jsonl
+
+    models = ["openai/gpt-4.1-mini", "qwen/qwen3-235b-a22b"]
+    ignorance = [x for x in bank.SAMPLE_BANK.read_bytes().splitlines() if b'"honest_ignorance"' in x][:24]
+    bank_path = tmp_path / "bank.jsonl"
+    bank_path.write_bytes(b"\n".join(ignorance) + b"\n")
+    sim = quiet(SimConfig.planted(0), latency_ms=0.0)
+    sim_path = tmp_path / "sim.json"
+    sim_path.write_bytes(orjson.dumps(sim.model_dump(mode="json")))
+    run = await run_council(RunRequest(bank=bank_path, responses=bank.SAMPLE_RESPONSES, runs_dir=tmp_path / "runs",
+                                       run_id="e", backend="local", models=models, sim_config=sim_path))
+    report = await crossjudge(tmp_path / "runs", "e", JUDGE)
+    items = {i.id: i for i in read_jsonl(run.run_dir / "items.jsonl", BankItem)}
+    rows = list(read_jsonl(run.run_dir / "rows.jsonl", ResponseRow))
+    assert rows and all(r.gold_verdict is None for r in rows)
+    truth = TruthTable.from_rows(items.values(), rows)  # the sim's truth table, rebuilt here as the provider's
+    prime(sim, truth, models)
+    votes = {r["row_id"]: r["verdict"] for r in read(report.folder / "round1.jsonl")}
+    differ = [(truth.lookup(items[r.item_id].prompt, r.response)[0], votes[r.row_id]) for r in rows
+              if truth.lookup(items[r.item_id].prompt, r.response)[0]
+              != heuristic_verdict(items[r.item_id].reference, r.response)]
+    assert len(differ) >= 10, len(differ)
+    follows = sum(t == v for t, v in differ) / len(differ)
+    accuracy = sim.vendors.get(JUDGE_VENDOR, sim.default).accuracy
+    assert follows > accuracy - 0.15, (follows, accuracy)  # unprimed it follows the guess: 1 - accuracy
 
 
 async def test_report_folder_resume_and_single_member_rule(tmp_path):
