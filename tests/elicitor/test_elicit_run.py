@@ -3,6 +3,8 @@ the answers as they arrive, calibration is reported, truncation is counted, the 
 
 from __future__ import annotations
 
+import math
+
 import orjson
 import pytest
 
@@ -10,12 +12,21 @@ import bank
 from council.cli import main
 from council.grading.pools import LocalPool
 from council.protocol.config import CouncilConfig, Endpoint
+from council.report.reading import reliability
 from council.run.runner import RunRequest, resume_council, run_council
 from council.sim import ModelBehaviour, SimConfig
 
 MODELS = ["anthropic/claude-haiku-4.5", "google/gemini-2.5-flash", "openai/gpt-4.1-mini", "qwen/qwen3-235b-a22b",
           "deepseek/deepseek-chat-v3.1", "meta-llama/llama-3.3-70b-instruct"]
 PRICES = {m: (1.0, 4.0) for m in MODELS}
+
+
+# Two models with a known stated-confidence offset, p_true kept away from the clipping at 0 and 1.
+CALIBRATION = {
+    "openai/gpt-4.1-mini": {"accuracy": 0.55, "difficulty_sd": 0.1, "overconfidence": 0.25, "confidence_noise": 0.05},
+    "anthropic/claude-haiku-4.5": {"accuracy": 0.55, "difficulty_sd": 0.1, "overconfidence": 0.0,
+                                   "confidence_noise": 0.05},
+}
 
 
 def lines(path):
@@ -41,7 +52,7 @@ async def test_six_models_elicited_graded_and_calibrated(tmp_path):
     judges = {v: {"price_in_per_mtok": 2.0, "price_out_per_mtok": 8.0}
               for v in ("anthropic", "google", "openai", "alibaba", "deepseek")}
     req = RunRequest(bank=bank.SAMPLE_BANK, responses=bank.SAMPLE_RESPONSES, runs_dir=tmp_path / "runs",
-                     run_id="e", backend="local", models=MODELS,
+                     run_id="e", backend="local", models=MODELS, sim_config=sim_file(tmp_path, **CALIBRATION),
                      config=CouncilConfig(model_prices=PRICES, vendors=judges))
     result = await run_council(req)
     folder = result.run_dir
@@ -57,6 +68,21 @@ async def test_six_models_elicited_graded_and_calibrated(tmp_path):
     cal = summary["calibration"]
     for model in MODELS:
         assert cal[model]["brier"] is not None and 0 <= cal[model]["ece"] <= 1 and cal[model]["selective"] is not None
+    diagram = reliability(folder)  # stated confidence against the council's verdicts, binned per model
+    for model, kw in CALIBRATION.items():
+        j = diagram.models.index(model)
+        n, conf, share = diagram.n[j], diagram.mean_confidence[j], diagram.share_correct[j]
+        used = n > 0
+        confident = int(n.sum())
+        assert confident == cal[model]["n_confident"]
+        assert cal[model]["ece"] == pytest.approx(float((n[used] * abs(conf[used] - share[used])).sum()) / confident,
+                                                abs=1e-6)
+        # Mean stated confidence minus share correct: the configured offset, up to sampling. Per row the
+        # variance of (confidence - correct) is at most Var(correct) + Var(confidence) <= 0.25 + sd^2 + noise^2
+        # (the two covary positively through p_true), so its mean is within 3 standard errors of the offset.
+        gap = float((n[used] * (conf[used] - share[used])).sum()) / confident
+        tolerance = 3 * math.sqrt((0.25 + kw["difficulty_sd"] ** 2 + kw["confidence_noise"] ** 2) / confident)
+        assert gap == pytest.approx(kw["overconfidence"], abs=tolerance), (model, confident, gap, tolerance)
     judging = sum(r["cost_usd"] for name in ("round1.jsonl", "round2.jsonl") for r in lines(folder / name))
     assert judging > 0
     assert summary["cost_usd"] == pytest.approx(sum(r["cost_usd"] for r in elicited) + judging, abs=1e-6)
