@@ -1,8 +1,7 @@
 """The embedded provider's HTTP face: an OpenAI-compatible chat-completions server on aiohttp.
 
-It answers as a council judge, or, when the system message is the elicitation contract
-(``elicitor.prompts.ELICIT_SYSTEM``), as a model under test (see ``council.sim._eliciting``); both draw on
-the vendor's one quota.
+It answers as a council judge, or, when the system message asks for a stated confidence and then an
+answer, as a model under test (see ``council.sim._eliciting``); both draw on the vendor's one quota.
 
 Routes: ``POST /v1/chat/completions``, ``GET /v1/models`` (both need ``Authorization: Bearer <anything>``),
 and the unauthenticated test hooks ``GET /v1/sim/stats`` and ``POST /v1/sim/reset``.
@@ -35,6 +34,9 @@ request it receives, billed or not (repairs and rate-limited attempts included; 
 the model id as asked, its vendor per the world, the round (0 when the request is not a council prompt),
 whether it was a batched prompt, the messages as ``{"role", "content"}`` dicts, and the ``(question,
 response)`` pair of each council row it carried.
+It keeps too every reply billed as a model under test, in ``SimServer.answers``: what the model sent and
+what it meant (the answer it wrote, the confidence it stated, whether it declined, the verdict the answer
+deserves), so a client's reading of the replies can be checked against what was written.
 
 A request carries one row (a single-row judge prompt) or several (a batched judge prompt, answered with
 ``{"verdicts": [...]}``). The reply's content (verdicts, reasons, malformed or not) is a pure function of
@@ -59,12 +61,12 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from council.core.vendors import DEFAULT_ROSTER
 from council.sim._config import ModelBehaviour, SimConfig, VendorBehaviour
-from council.sim._eliciting import elicit, record_truth
+from council.sim._eliciting import elicit, record_truth, sent_record
 from council.sim._judging import Message, decide
 from council.sim._quota import Clock, QuotaBook
 from council.sim._truth import TruthTable
+from council.sim._world import JUDGES
 
 _JSON = "application/json"
 _STAT_KEYS = (
@@ -112,7 +114,8 @@ class _State:
         self.faults = random.Random(f"sim-faults:{config.seed}")
         self.ids = itertools.count(1)
         self.requests: list[dict[str, Any]] | None = [] if record_requests else None
-        for model in DEFAULT_ROSTER.values():
+        self.answers: list[dict[str, Any]] | None = [] if record_requests else None
+        for model in JUDGES.values():
             self.model(model)
 
     def model(self, model_id: str) -> _Model | None:
@@ -141,6 +144,8 @@ class _State:
             m.stats.zero()
         if self.requests is not None:
             self.requests.clear()
+        if self.answers is not None:
+            self.answers.clear()
         if quotas:
             self.quota.reset()
 
@@ -410,6 +415,8 @@ async def _chat(request: web.Request) -> web.StreamResponse:
     if elicited is not None:
         usage["completion_tokens_details"] = {"reasoning_tokens": reasoning}
         record_truth(st.truth, elicited, content, model_id)
+        if st.answers is not None:
+            st.answers.append(sent_record(elicited, content, model_id))
     payload = {
         "id": f"chatcmpl-sim{next(st.ids):012x}",
         "object": "chat.completion",
@@ -495,6 +502,14 @@ class SimServer:
         """Every judge chat request received, in arrival order, when started with ``record_requests=True``
         (``{"model", "vendor", "round", "batch", "messages", "rows"}``, see the module docstring); else empty."""
         got = self.app[STATE].requests
+        return got if got is not None else []
+
+    @property
+    def answers(self) -> list[dict[str, Any]]:
+        """Every reply billed as a model under test, in arrival order, when started with ``record_requests=True``
+        (``{"model", "question", "content", "answer", "confidence", "abstained", "gold"}``: what the model sent
+        and meant, see ``council.sim._eliciting.sent_record``); else empty."""
+        got = self.app[STATE].answers
         return got if got is not None else []
 
     async def stats(self) -> dict[str, Any]:

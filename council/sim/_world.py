@@ -89,6 +89,16 @@ _CATALOGUE: dict[str, tuple[str, ...]] = {
 WORLD: dict[str, str] = {model: vendor for vendor, models in _CATALOGUE.items() for model in models}
 """Every model id the simulated world knows (as usually spelled) -> the vendor that really makes it."""
 
+JUDGES: dict[str, str] = {
+    "anthropic": "anthropic/claude-sonnet-4.5",
+    "google": "google/gemini-2.5-pro",
+    "openai": "openai/gpt-5",
+    "alibaba": "qwen/qwen3-max",
+    "deepseek": "deepseek/deepseek-v3.2",
+}
+"""The judge models the provider expects a council to ask, one per vendor: counted in its stats from the
+start, asked or not. Any other model the world knows is served too, counted from its first request."""
+
 # How models name themselves (for name drops in reasons); others use the id's last part as it is written.
 DISPLAY: dict[str, str] = {
     "anthropic/claude-sonnet-4.5": "Claude Sonnet 4.5",

@@ -824,11 +824,16 @@ async def test_elicitation_round_trip_with_openai_client() -> None:
         assert stats["models"]["openai/gpt-4o-mini"]["elicitations"] == 1
         assert stats["models"]["openai/gpt-4o-mini"]["requests"] == 1
         assert stats["vendors"]["openai"]["billed"] == 1
-        # A request with another system message is not an elicitation.
+        # A system message that asks for no stated confidence before the answer is not an elicitation; the
+        # contract with more words after it still is (the prompt is read for what it asks, not compared).
         async with aiohttp.ClientSession() as s:
+            for system in ("You are a helpful assistant.", "Answer: in one word. Confidence: not needed."):
+                await post(s, server, "openai/gpt-5", [{"role": "system", "content": system},
+                                                       {"role": "user", "content": "hello"}])
+            assert (await server.stats())["models"]["openai/gpt-5"]["elicitations"] == 0
             await post(s, server, "openai/gpt-5", [{"role": "system", "content": ELICIT_SYSTEM + " More."},
                                                    {"role": "user", "content": "hello"}])
-        assert (await server.stats())["models"]["openai/gpt-5"]["elicitations"] == 0
+        assert (await server.stats())["models"]["openai/gpt-5"]["elicitations"] == 1
 
 
 async def test_elicitation_deterministic(session) -> None:
