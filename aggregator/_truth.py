@@ -193,38 +193,55 @@ def truth_summary(votes, consensus_verdict, gold, members: list[str]) -> dict | 
 
 def council_versus_members(council, votes_k, gold, item, n_items: int, members: list[str], *,
                            n_resamples: int = 1000, seed=0, ci: float = 0.95) -> dict | None:
-    """The council's accuracy against gold next to each member's (round one), with paired percentile
-    bootstrap intervals over items, and the difference council minus the best member (the member of
-    highest point accuracy) with its interval: the claim "the council beats its best member" measured,
-    whatever its sign. A member is scored on the rows where it voted; None when no row has gold."""
-    from ._bootstrap import bootstrap_scores, score_matrix
+    """The council's accuracy against gold next to each member's (round one), and the council minus each member
+    on exactly the rows that member voted: the claim "the council beats its best member" measured, whatever its
+    sign. None when no row has gold.
+
+    ``council`` (R,) 0/1 verdicts, ``votes_k`` (R, M) one round's votes, ``gold`` (R,) codes, ``item`` (R,) the
+    rows' items. ``judges`` holds each one's accuracy on its own rows (the council on every row with gold, a
+    member on those it voted: self-exclusion keeps a member off its own vendor's rows) with a percentile
+    bootstrap interval over items. ``council_minus_member[m]`` is paired: the council's accuracy minus m's on
+    the rows with gold that m voted (``rows``), resampled over items with both sides on the same resampled
+    rows, with its interval. Accuracies on different rows are not comparable (the rows a member sits out are
+    other vendors' easier or harder ones), so the best member is chosen on the same paired basis: the member
+    whose paired difference is smallest, the one the council is furthest from beating on its own rows (ties:
+    the first in ``members``). ``council_minus_best_member`` is its difference."""
+    from ._bootstrap import _percentile_interval, bootstrap_scores, score_matrix
 
     c = _as_1d(council, "council")
     v = as_round(votes_k)
     g = _as_gold(gold, v.shape[0])
     it = np.asarray(item, dtype=np.int64)
+    members = list(members)
     known = g != MISSING
     if not known.any():
         return None
+    m = v.shape[1]
     judges = np.column_stack([c, v])  # column 0 the council, then the members
     scored = (judges != MISSING) & known[:, None]
-    row, col = np.nonzero(scored)
-    right = (judges[row, col] == g[row]).astype(np.float64)
-    S, C = score_matrix(it[row], col, right, n_items, judges.shape[1])
+    own_row, own_col = np.nonzero(scored)  # columns 0..M: each judge on its own rows
+    pair_row, j = np.nonzero(scored[:, 1:])  # then per member j: the council (column M + 1 + 2j) and j itself
+    row = np.concatenate([own_row, pair_row, pair_row])  # (column M + 2 + 2j) on the rows j voted
+    col = np.concatenate([own_col, m + 1 + 2 * j, m + 2 + 2 * j])
+    right = np.concatenate([judges[own_row, own_col] == g[own_row], c[pair_row] == g[pair_row],
+                            v[pair_row, j] == g[pair_row]]).astype(np.float64)
+    S, C = score_matrix(it[row], col, right, n_items, 3 * m + 1)
     boot = bootstrap_scores(S, C, n_resamples=n_resamples, seed=seed, ci=ci)
     names = ["council", *members]
-    member_points = boot.point[1:]
-    if np.isnan(member_points).all():
+    if np.isnan(boot.point[1:m + 1]).all():
         return None
-    best = int(np.nanargmax(member_points)) + 1
-    diff = boot.samples[:, 0] - boot.samples[:, best]
-    diff = diff[~np.isnan(diff)]
-    alpha = (1.0 - ci) / 2.0
-    low, high = (np.quantile(diff, [alpha, 1.0 - alpha]) if diff.size else (math.nan, math.nan))
+    pair = slice(m + 1, None)
+    point = boot.point[pair][0::2] - boot.point[pair][1::2]
+    diffs = boot.samples[:, pair][:, 0::2] - boot.samples[:, pair][:, 1::2]  # NaN where m's rows were not drawn
+    low, high = _percentile_interval(diffs, ci)
+    rows = scored[:, 1:].sum(axis=0)
+    versus = {name: {"value": plain(point[j]), "ci_low": plain(low[j]), "ci_high": plain(high[j]),
+                     "rows": int(rows[j])} for j, name in enumerate(members)}
+    best = int(np.nanargmin(point))
     return {
         "judges": {n: {"accuracy": plain(p), "ci_low": plain(lo), "ci_high": plain(hi)}
-                   for n, p, lo, hi in zip(names, boot.point, boot.low, boot.high, strict=True)},
-        "best_member": names[best],
-        "council_minus_best_member": {"value": plain(boot.point[0] - boot.point[best]), "ci_low": plain(low),
-                                      "ci_high": plain(high)},
+                   for n, p, lo, hi in zip(names, boot.point[:m + 1], boot.low[:m + 1], boot.high[:m + 1], strict=True)},
+        "council_minus_member": versus,
+        "best_member": members[best],
+        "council_minus_best_member": versus[members[best]],
     }

@@ -78,8 +78,18 @@ def print_metrics(s: dict[str, Any]) -> None:
         facts.append(("accuracy vs truth: round one", pct(acc["round1"])))
         for member, value in acc["members_round1"].items():
             facts.append((f"accuracy vs truth: {member} alone", pct(value)))
+        for member, d in acc.get("council_minus_member", {}).items():  # paired: on the rows the member voted
+            best = " (strongest)" if member == acc.get("best_member_round1") else ""
+            facts.append((f"council minus {member} on its {d['rows']} rows{best}",
+                          f"{_signed_points(d['value'])}  [{_signed_points(d['ci_low'])}, "
+                          f"{_signed_points(d['ci_high'])}]"))
         facts.append(("effective independent judges", num(s.get("reliability_vs_truth", {}).get("effective_judges"))))
     pairs("deliberation and agreement", facts)
+
+
+def _signed_points(share: float | None) -> str:
+    """A difference of two shares in percentage points, signed."""
+    return "-" if share is None else f"{100 * share:+.1f} pts"
 
 
 def print_partial(s: dict[str, Any], to: Console | None = None) -> None:

@@ -108,7 +108,8 @@ def _binary_board(s: dict[str, Any], models: dict[str, dict[str, Any]], ci: dict
         cc = _d(gold.get("council_ci"))
         text += (f" Against the ground truth the council is right on {pct(gold['council'])} of rows "
                  f"{interval(cc.get('ci_low'), cc.get('ci_high'), scale=100)}"
-                 + (f"; minus the best member ({esc(best)}): {fmt(100 * real(diff.get('value')), 1, signed=True)} points "
+                 + (f"; minus its strongest member ({esc(best)}) on the {count(diff.get('rows'))} rows that member "
+                    f"voted: {fmt(100 * real(diff.get('value')), 1, signed=True)} points "
                     f"{interval(diff.get('ci_low'), diff.get('ci_high'), scale=100)}." if best and diff else "."))
     adjacent = {(a.get("higher"), a.get("lower")): a for a in adjacent_list}
     head = ["#", "model", "vendor", "score", "95% CI", "round one", *(["true score"] if has_truth else []),

@@ -19,6 +19,7 @@ from council.core.schema import (BankItem, ElicitedRecord, JudgeCallRecord, Memb
 from council.protocol.config import HonestyWeights
 from council.protocol.panels import panel
 from council.scoring import scales
+from council.scoring.anonymity import anonymisation
 from council.scoring.arrays import CODE, SPEND, Counters, VoteArrays, build
 from council.store.runfolder import ITEMS, MANIFEST, SUMMARY, VERDICTS, RunFolder, read_jsonl
 from council.store.tables import write_scores
@@ -84,6 +85,7 @@ def score(a: VoteArrays, quorum: int, run_id: str, *, seed: int = 0, resamples: 
             summary["accuracy_vs_gold"].update({
                 "council_ci": versus["judges"]["council"], "members_round1_ci": {
                     m: versus["judges"][m] for m in a.members},
+                "council_minus_member": versus["council_minus_member"],  # each on the rows it voted, paired
                 "best_member_round1": versus["best_member"],
                 "council_minus_best_member": versus["council_minus_best_member"]})
     if len(full.audit):  # batched votes asked again alone: does batching change verdicts?
@@ -369,6 +371,7 @@ def rescore(folder: RunFolder) -> dict[str, Any]:
     summary["state"] = state
     summary["complete"] = state["state"] == "finished" and not summary["not_graded_rows"]
     summary["refused_rows"] = len(refused)
+    summary["anonymisation"] = anonymisation(folder.path)  # names cut from each member's reasons shown to peers
     if refused:
         summary["diagnostics"]["warnings"].append(
             f"{len(refused)} rows refused before any call (e.g. {next(iter(refused.values()))})")

@@ -11,6 +11,7 @@ from statsmodels.stats.inter_rater import cohens_kappa
 
 import aggregator as agg
 from aggregator import MISSING
+from aggregator._bootstrap import resample_weights
 from aggregator._truth import (
     effective_judges,
     error_correlation,
@@ -213,3 +214,56 @@ def test_council_versus_members_points_and_sign():
     better = agg.council_versus_members(gold, votes, gold, item, n_items, ["a", "b", "c"], n_resamples=500)
     assert better["council_minus_best_member"]["ci_low"] > 0
     assert agg.council_versus_members(gold, votes, np.full(rows, MISSING), item, n_items, ["a", "b", "c"]) is None
+
+
+def test_council_minus_each_member_is_paired_on_the_rows_it_voted_by_hand():
+    """Four items, one row each, gold all correct. The council is right on rows 0-2. Member b sat rows 0 and 1
+    (right on both), member a rows 1-3 (right on row 2 only). By hand, on each member's own rows:
+    council minus b = 2/2 - 2/2 = 0, council minus a = 2/3 - 1/3 = 1/3, so the best member is b, at 0 on 2 rows
+    (the council's 3/4 on all rows minus b's 2/2 would read -1/4: different rows)."""
+    gold = np.ones(4, dtype=np.int8)
+    council = np.array([1, 1, 1, 0])
+    votes = np.array([[MISSING, 1], [0, 1], [1, MISSING], [0, MISSING]], dtype=np.int8)  # columns a, b
+    out = agg.council_versus_members(council, votes, gold, np.arange(4), 4, ["a", "b"], n_resamples=200)
+    assert out["judges"]["council"]["accuracy"] == 0.75
+    assert out["judges"]["a"]["accuracy"] == round(1 / 3, 6) and out["judges"]["b"]["accuracy"] == 1.0
+    assert out["best_member"] == "b"
+    # b and the council agree on every row b sat: every resample's difference is 0
+    assert out["council_minus_best_member"] == {"value": 0.0, "ci_low": 0.0, "ci_high": 0.0, "rows": 2}
+    assert out["council_minus_member"]["a"]["value"] == round(1 / 3, 6)
+    assert out["council_minus_member"]["a"]["rows"] == 3
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_council_minus_each_member_equals_a_plain_loop(seed):
+    """Point and interval of every member's paired difference against a loop over the rows with the
+    bootstrap's own count vectors (items resampled; both sides on the same resampled rows)."""
+    rng = np.random.default_rng(seed)
+    rows, n_items, n_res = 90, 30, 300
+    item = rng.integers(0, n_items, rows)
+    truth = rng.integers(0, 2, rows)
+    votes = np.where(rng.random((rows, 3)) < [0.9, 0.7, 0.6], truth[:, None], 1 - truth[:, None]).astype(np.int8)
+    votes[rng.random((rows, 3)) < 0.25] = MISSING  # members sit out different rows
+    council = np.where(rng.random(rows) < 0.8, truth, 1 - truth)
+    gold = np.where(rng.random(rows) < 0.2, MISSING, truth).astype(np.int8)  # some rows without gold
+    out = agg.council_versus_members(council, votes, gold, item, n_items, ["a", "b", "c"], n_resamples=n_res,
+                                     seed=seed)
+    weights = resample_weights(n_items, n_res, seed)
+    expected = {}
+    for j, name in enumerate("abc"):
+        mine = [r for r in range(rows) if votes[r, j] != MISSING and gold[r] != MISSING]
+        diff = (sum(int(council[r] == gold[r]) for r in mine) - sum(int(votes[r, j] == gold[r]) for r in mine))
+        samples = []
+        for w in weights:
+            den = sum(w[item[r]] for r in mine)
+            if den:
+                samples.append(sum(w[item[r]] * (int(council[r] == gold[r]) - int(votes[r, j] == gold[r]))
+                                   for r in mine) / den)
+        low, high = np.percentile(samples, [2.5, 97.5])
+        expected[name] = {"value": diff / len(mine), "ci_low": low, "ci_high": high, "rows": len(mine)}
+        got = out["council_minus_member"][name]
+        assert got["rows"] == len(mine)
+        for key in ("value", "ci_low", "ci_high"):
+            assert got[key] == pytest.approx(expected[name][key], abs=1e-6), (name, key)
+    best = min("abc", key=lambda n: expected[n]["value"])
+    assert out["best_member"] == best and out["council_minus_best_member"] == out["council_minus_member"][best]

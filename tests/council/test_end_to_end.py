@@ -170,14 +170,25 @@ async def test_own_vendor_judge_is_lenient_only_when_allowed_to_grade_itself(sam
 
 
 async def test_council_versus_its_best_member_is_measured_not_assumed(sample_runs):
-    """The summary reports council and member accuracy against the truth with paired bootstrap intervals,
-    and the difference to the best member: whatever its sign."""
-    acc = sample_runs["planted", True].summary["accuracy_vs_gold"]
+    """The summary reports council and member accuracy against the truth with bootstrap intervals, the
+    council minus each member on exactly the rows that member voted (self-exclusion keeps it off its own
+    vendor's rows), and the member hardest to beat on that basis: whatever the sign. Checked against the
+    run's own verdicts.jsonl."""
+    run = sample_runs["planted", True]
+    acc = run.summary["accuracy_vs_gold"]
+    verdicts = [v for v in lines(run.run_dir / "verdicts.jsonl") if v["gold_verdict"] and v["consensus"]]
+    versus = acc["council_minus_member"]
+    assert set(versus) == set(acc["members_round1"])
+    for member, d in versus.items():
+        mine = [v for v in verdicts if v["votes_round1"].get(member)]
+        assert 0 < d["rows"] == len(mine) < len(verdicts)  # never its own vendor's rows
+        council = sum(v["consensus"] == v["gold_verdict"] for v in mine)
+        alone = sum(v["votes_round1"][member] == v["gold_verdict"] for v in mine)
+        assert d["value"] == pytest.approx((council - alone) / len(mine), abs=1e-6), member
+        assert d["ci_low"] <= d["value"] <= d["ci_high"]
     best = acc["best_member_round1"]
-    assert best == max(acc["members_round1"], key=lambda m: acc["members_round1"][m] or 0)
-    diff = acc["council_minus_best_member"]
-    assert diff["value"] == pytest.approx(acc["council"] - acc["members_round1"][best], abs=1e-6)
-    assert diff["ci_low"] <= diff["value"] <= diff["ci_high"]
+    assert best == min(versus, key=lambda m: versus[m]["value"])
+    assert acc["council_minus_best_member"] == versus[best]
     assert acc["council_ci"]["ci_low"] <= acc["council"] <= acc["council_ci"]["ci_high"]
 
 
