@@ -1,7 +1,7 @@
 """The simulated models under test: answer predict-then-answer elicitation requests, deterministically.
 
 A model under test sees only text, and this module reads it as such a model would, with nothing of the
-council's code (``read_request``): a request is an elicitation when its system message asks for a
+council's code (``read_elicitation``): a request is an elicitation when its system message asks for a
 "Confidence:" line and then an "Answer:" line (whatever its wording, spacing or case); the item is its last
 user message; the word that declines to answer is the one the system message says to put on the answer line
 (``Answer: ABSTAIN``, "write ABSTAIN"), or ``ABSTAIN`` when it names none. Everything about the reply (the
@@ -54,14 +54,14 @@ _ANSWER_PREFIX = "Answer: "
 
 
 @dataclass(frozen=True, slots=True)
-class Request:
+class ElicitRequest:
     """An elicitation request as a model reads it: the item's question (stripped) and the word that declines."""
 
     question: str
     decline: str
 
 
-def read_request(messages: list[Message]) -> Request | None:
+def read_elicitation(messages: list[Message]) -> ElicitRequest | None:
     """The request when ``messages`` ask for a stated confidence and then an answer, else None."""
     system = next((content for role, content in messages if role in ("system", "developer")), None)
     if system is None:
@@ -70,7 +70,7 @@ def read_request(messages: list[Message]) -> Request | None:
     if confidence is None or _ANSWER_LABEL.search(system, confidence.end()) is None:
         return None
     question = next((content for role, content in reversed(messages) if role == "user"), "").strip()
-    return Request(question, _decline_word(system))
+    return ElicitRequest(question, _decline_word(system))
 
 
 def _decline_word(system: str) -> str:
@@ -79,12 +79,6 @@ def _decline_word(system: str) -> str:
         if word is not None:
             return word.group(1)
     return _DEFAULT_DECLINE
-
-
-def elicited_prompt(messages: list[Message]) -> str | None:
-    """The item prompt (stripped) when ``messages`` are an elicitation request, else None."""
-    request = read_request(messages)
-    return request.question if request is not None else None
 
 
 def _uniforms(seed: int, model: str, question: str) -> list[float]:
@@ -219,11 +213,11 @@ class Elicitation:
 
 def elicit(config: SimConfig, truth: TruthTable, model: str, messages: list[Message]) -> Elicitation | None:
     """``model``'s reply when ``messages`` are an elicitation request, else None. Pure: same inputs, same reply."""
-    request = read_request(messages)
+    request = read_elicitation(messages)
     return reply(config, truth, model, request) if request is not None else None
 
 
-def reply(config: SimConfig, truth: TruthTable, model: str, request: Request) -> Elicitation:
+def reply(config: SimConfig, truth: TruthTable, model: str, request: ElicitRequest) -> Elicitation:
     """``model``'s reply to ``request``. Pure: same inputs, same reply."""
     question = request.question
     b: ModelBehaviour = config.model_behaviour(model)
@@ -328,5 +322,5 @@ def prime(config: SimConfig, truth: TruthTable, models: list[str]) -> None:
     write ``ABSTAIN``; a request that names another word records that one when it is answered)."""
     for question in truth.questions():
         for model in models:
-            e = reply(config, truth, model, Request(question, _DEFAULT_DECLINE))
+            e = reply(config, truth, model, ElicitRequest(question, _DEFAULT_DECLINE))
             record_truth(truth, e, e.content, model)
