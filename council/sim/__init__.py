@@ -16,10 +16,12 @@ reply::
     ...
     await server.close()
 
-Asked with the elicitation contract (``elicitor.prompts.elicit_messages``), a model answers as a model
-under test (``ModelBehaviour``: accuracy, calibration, abstention, truncation, reasoning tokens) for the
-items the table knows (``TruthTable.from_items(items)``), and records in the table the verdict each
-answer deserves, so the simulated judges then grade those answers against the truth.
+Asked for a stated confidence and then an answer (a system message that asks for a "Confidence:" line, then
+an "Answer:" line), a model answers as a model under test (``ModelBehaviour``: accuracy, calibration,
+abstention, truncation, reasoning tokens) for the items the table knows (``TruthTable.from_items(items)``),
+and records in the table the verdict each answer it wrote deserves, under the text it wrote, so the
+simulated judges then grade those answers against the truth; ``SimServer.answers`` (with
+``record_requests``) holds what each model wrote and meant.
 """
 
 from council.sim._config import ModelBehaviour, ProbeProfile, SimConfig, VendorBehaviour
