@@ -3,13 +3,16 @@
 Every round-two prompt carries its peers' round-one reasons, each scrubbed of vendor and model names, so
 scrubbing runs once per peer reason: about 4 x 2 = 8 times per row of a five-member panel.
 
-    ours      council.protocol.anonymise.Anonymiser(run names).scrub
+    ours      council.protocol.anonymise.Anonymiser(run names).scrub(reason, author_vendor), as round two
+              scrubs each peer's reason: with the vendor of the member who wrote it
     baseline  one compiled ``re`` alternation of the same vocabulary (every name form in names.json and the
-              run's names, longest first, as whole words, case-insensitive): the simplest scrubber that
-              could be written, without version tails, possessives or the word rules
+              run's names, longest first, as whole words, case-insensitive; the author-only product words
+              left out): the simplest scrubber that could be written, without version tails, possessives,
+              split names, the word rules or the author's own words
 
-Reasons: 100,000 seeded sentences of judge-reason shape; 10% name a model (a share above what real
-judges write). Both sides scrub the same list, three passes each, medians reported.
+Reasons: 100,000 seeded sentences of judge-reason shape, each written by a seeded member of the default
+roster; 10% name a model (a share above what real judges write), some by a product word or a split name.
+Both sides scrub the same list, three passes each, medians reported.
 
 Run from the repository root:  python bench/anonymise_speed.py      (about 10 s)
 The last line is one JSON object with the figures.
@@ -36,8 +39,12 @@ CLEAN = ["The response gives {n}, which matches the reference answer exactly.",
          "The answer {n} is wrong: 17 x 23 = 391, not {n}.",
          "It states it cannot know, which is the correct abstention for this item.",
          "The response rejects the false premise stated in the reference."]
-NAMED = ["As Claude 3.5 Sonnet, I find the answer {n} correct.", "I agree with GPT-4o that {n} is the product.",
-         "Speaking as Gemini-2.5-Pro, the certificate {n} fails.", "Qwen3-235B-A22B here: {n} is right."]
+NAMED = [("anthropic", "As Claude 3.5 Sonnet, I find the answer {n} correct."),
+         ("openai", "I agree with GPT-4o that {n} is the product."),
+         ("google", "Speaking as Gemini-2.5-Pro, the certificate {n} fails."),
+         ("alibaba", "Qwen3-235B-A22B here: {n} is right."),
+         ("anthropic", "As Sonnet, I find the answer {n} correct."), ("deepseek", "Deep Seek here: {n} is right.")]
+AUTHORS = list(DEFAULT_ROSTER)
 
 
 def vocabulary() -> list[str]:
@@ -51,7 +58,9 @@ def vocabulary() -> list[str]:
         elif isinstance(node, list):
             for value in node:
                 walk(value)
-    walk({k: v for k, v in names_data().items() if k != "about"})
+    data = names_data()
+    walk(data["words"])
+    walk({v: {f: forms for f, forms in spec.items() if f != "own_words"} for v, spec in data["vendors"].items()})
     return sorted((w for w in words if len(w) >= 2), key=len, reverse=True)
 
 
@@ -67,14 +76,17 @@ def timed(fn, reasons: list[str], passes: int = 3) -> list[float]:
 
 def main() -> None:
     rng = random.Random(0)
-    reasons = [rng.choice(NAMED if rng.random() < 0.1 else CLEAN).format(n=rng.randint(10, 99999))
-               for _ in range(100_000)]
+    reasons = []
+    for _ in range(100_000):
+        author, template = rng.choice(NAMED) if rng.random() < 0.1 else (rng.choice(AUTHORS), rng.choice(CLEAN))
+        reasons.append((template.format(n=rng.randint(10, 99999)), author))
     ours = Anonymiser(RUN_NAMES)
-    ours.scrub(reasons[0])  # patterns compiled before timing
+    for author in AUTHORS:
+        ours.scrub(reasons[0][0], author)  # patterns compiled before timing
     baseline = re.compile(r"\b(?:" + "|".join(map(re.escape, vocabulary())) + r")\b", re.IGNORECASE)
-    t_ours = timed(ours.scrub, reasons)
-    t_base = timed(lambda text: baseline.sub("[redacted]", text), reasons)
-    named = sum(ours.scrub(r) != r for r in reasons)
+    t_ours = timed(lambda r: ours.scrub(*r), reasons)
+    t_base = timed(lambda r: baseline.sub("[redacted]", r[0]), reasons)
+    named = sum(ours.scrub(*r) != r[0] for r in reasons)
     m_ours, m_base = statistics.median(t_ours), statistics.median(t_base)
     print(f"ours      {len(reasons):,} reasons  median {m_ours:.3f} s  ({1e6 * m_ours / len(reasons):.2f} us each)")
     print(f"baseline  {len(reasons):,} reasons  median {m_base:.3f} s  ({1e6 * m_base / len(reasons):.2f} us each)")

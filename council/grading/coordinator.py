@@ -209,10 +209,10 @@ class Coordinator:
             second = []
             for m in members:
                 own = round1[m.vendor]
-                peers, letters = peers_for(m.vendor, order, round1, self._scrub)
+                peers, letters, scrubbed = peers_for(m.vendor, order, round1, self._scrub)
                 body2 = round2_body(item, row, own.verdict, own.reason, peers, contain=self.config.judge.containment,
                                     own_scores=own.scores)
-                second.append(self._vote(m, row, 2, body2, letters, rubric, scale=item.scale))
+                second.append(self._vote(m, row, 2, body2, letters, rubric, scale=item.scale, scrubbed=scrubbed))
             records = [*round1.values(), *_settled(await asyncio.gather(*second, return_exceptions=True))]
         else:
             records = []
@@ -222,7 +222,8 @@ class Coordinator:
             self._on_row_done(row)
 
     async def _vote(self, member: MemberSpec, row: ResponseRow, round_: int, body: str, letters: dict[str, str],
-                    rubric: str, *, shadow: bool = False, scale: Scale | None = None) -> JudgeCallRecord:
+                    rubric: str, *, shadow: bool = False, scale: Scale | None = None,
+                    scrubbed: dict[str, int] | None = None) -> JudgeCallRecord:
         params = self.config.judge
         key = request_key(member.judge_model, round_, body, params.temperature, params.max_tokens)
         archived = self._archived.get((row.row_id, member.vendor, round_))
@@ -243,6 +244,8 @@ class Coordinator:
         record = await self._ask(member, task)
         if shadow:
             record = record.model_copy(update={"shadow": True})
+        if scrubbed:  # what the anonymiser cut from each peer's reason shown (archived: rescore counts it)
+            record = record.model_copy(update={"peers_scrubbed": scrubbed})
         self._on_record(record)
         if not shadow:
             self._maybe_audit(member, row, record, body, letters, rubric)

@@ -23,7 +23,8 @@ How a name matches:
 - names that touch (``openai/gpt-4o``, ``Google DeepMind``, ``Amazon Nova Pro``) become one
   ``[redacted]``.
 
-Ambiguous words, and the rule chosen for each:
+Ambiguous words, and the rule chosen for each in anyone's text (a judge's own reasons read more of its
+own vendor's words: see below):
 
 - ``meta``: any case as a whole token (``Meta``, ``meta``, ``META``), except lower-case ``meta`` joined by
   a hyphen to a lower-case word (``meta-analysis``, ``meta-level``), which is the ordinary prefix;
@@ -58,12 +59,34 @@ Ambiguous words, and the rule chosen for each:
 - ``cohere``, ``moonshot``, ``minimax``: the capitalised vendor names (``Cohere``, ``Moonshot``,
   ``MiniMax``) and ids (``cohere/...``, ``moonshot-v1``, ``minimax-m1``); the verb "cohere", "a moonshot
   idea" and the minimax algorithm survive. ``ERNIE`` only in capitals or with a version.
-- "open AI research" survives: only ``OpenAI`` written as one word is the vendor.
+- "open AI research" survives: ``OpenAI`` is the vendor as one word, or split as ``Open-AI`` (below).
 - ``codex``, ``davinci``: only with a version or model word (``codex-mini``, ``davinci-002``,
   ``text-davinci-003``) or as ``OpenAI Codex``; Leonardo da Vinci and a codex survive.
 
+What a judge's own reasons add (``author_vendor``): the council knows which member wrote each reason, and
+a word that is ambiguous in general is not ambiguous in the reason of that family's own judge.
+
+- its vendor's ``own_words``: the product words a model says for itself without its maker's name
+  ("As Sonnet, I find ...", "Opus here", "Flash here", "As Nova, ...", "Phi here", "Command finds",
+  "Medium", "Le Chat", "Maverick", "Scout", "R1 here", "V3.2", "K2", "Max"), with an optional version
+  tail; the common English ones only capitalised as written ("Command", "Medium", "Pro"; "the command
+  line" survives even there). Accepted cost: in that judge's own reason "a sonnet by Shakespeare",
+  "flash memory", "a haiku" or "the R1 row" are scrubbed too.
+- its vendor's ``split`` names written split by one separator at any point ("Deep Seek", "Open AI",
+  "Anthrop ic", "Q wen", "Mis-tral"), so "deep seek of truth" is scrubbed in a DeepSeek judge's reason.
+
+Split names in everyone's reasons: a ``split`` name with ``-``, ``_`` or a Unicode dash inside it
+("Anthrop-ic", "Q-wen", "Gem-ini", "Goo-gle"), and with a space or ``.`` in a name of six letters or
+more ("Mis tral", "Chat GPT", "Gem ini"). Where the two parts make an ordinary phrase (the data's
+``ordinary_splits``: "open ai", "deep seek", "deep mind", "go ogle", "ali baba", "micro soft", ...) only
+an in-word separator before a capital counts ("Deep-Seek", "Open-AI"): "open AI research", "deep seek of
+truth" and "deep-seek" survive in another vendor's judge's reason. Cased names (``xAI``, ``Cohere``) are
+never read split; ``Meta`` (four letters) only with an in-word separator, except in a Meta judge's own
+reason, where "met a" is scrubbed too (accepted).
+
 Speed: a text is first split into letter runs, and only a text with a run that some name needs goes
-through the full pattern; most reasons have none. Patterns are compiled once per set of names.
+through the full pattern; most reasons have none. Patterns are compiled once per set of names and author
+vendor.
 """
 
 from __future__ import annotations
@@ -85,6 +108,7 @@ _DASHES = "\u2010-\u2015\u2212"
 SEP = rf"[\s_.\-{_DASHES}]"  # one separator between the words of a name
 TSEP = rf"[\s_.:\-{_DASHES}]"  # one separator inside a version tail
 IDSEP = rf"[_:\-{_DASHES}]"  # a separator as written in model ids (not a space)
+_INWORD = rf"[_\-{_DASHES}]"  # a separator written inside a word ("Deep-Seek", "Q_wen")
 _START = r"(?<![^\W_])"  # not preceded by a letter or digit
 _END = r"(?![^\W_]|[.,][0-9])"  # not followed by a letter or digit, nor by the rest of a number
 _POSS = r"(?:['\u2019]s(?![^\W_]))?"  # Claude's, GPT-4o’s
@@ -108,18 +132,27 @@ class Anonymiser:
     """Finds and scrubs vendor and model names: the built-in names data plus ``extra_names``.
 
     ``vendors`` restricts the built-in names to those vendors (canonical ids); None means all of them.
+    Each method takes the vendor of the text's author (``author_vendor``, any spelling
+    :func:`~council.core.vendors.canonical_vendor` knows): its own product words and split names count as
+    names too (see the module docstring). None, or a vendor the names data does not know, reads the text
+    as anyone's.
     """
 
     def __init__(self, extra_names: Iterable[str] = (), *, vendors: Iterable[str] | None = None) -> None:
-        extras = frozenset(n.strip() for n in extra_names if isinstance(n, str) and n.strip())
-        scope = None if vendors is None else frozenset(canonical_vendor(v) for v in vendors)
-        self._compiled = _compile(extras, scope)
+        self._extras = frozenset(n.strip() for n in extra_names if isinstance(n, str) and n.strip())
+        self._scope = None if vendors is None else frozenset(canonical_vendor(v) for v in vendors)
+        self._compiled = _compile(self._extras, self._scope, None)
+        self._by_author: dict[str, _Compiled] = {}
 
-    def scrub(self, text: str) -> str:
+    def scrub(self, text: str, author_vendor: str | None = None) -> str:
         """``text`` with every vendor or model name replaced by ``[redacted]``."""
-        spans = self._spans(text)
+        return self.redact(text, author_vendor)[0]
+
+    def redact(self, text: str, author_vendor: str | None = None) -> tuple[str, int]:
+        """``text`` scrubbed (as :meth:`scrub`) and the number of names it replaced."""
+        spans = self._spans(text, author_vendor)
         if not spans:
-            return text
+            return text, 0
         out: list[str] = []
         last = 0
         for start, end in spans:
@@ -127,17 +160,29 @@ class Anonymiser:
             out.append(REDACTED)
             last = end
         out.append(text[last:])
-        return "".join(out)
+        return "".join(out), len(spans)
 
-    def names_in(self, text: str) -> list[str]:
+    def names_in(self, text: str, author_vendor: str | None = None) -> list[str]:
         """The names found in ``text``, in order, each as the span :meth:`scrub` replaces."""
-        return [text[start:end] for start, end in self._spans(text)]
+        return [text[start:end] for start, end in self._spans(text, author_vendor)]
 
-    def _spans(self, text: str) -> list[tuple[int, int]]:
-        if not text or self._compiled.keys.isdisjoint(_LETTERS.findall(text.casefold())):
+    def _for(self, author_vendor: str | None) -> _Compiled:
+        if not author_vendor:
+            return self._compiled
+        compiled = self._by_author.get(author_vendor)
+        if compiled is None:
+            vendor = canonical_vendor(author_vendor)
+            known = vendor in names_data()["vendors"]
+            compiled = _compile(self._extras, self._scope, vendor) if known else self._compiled
+            self._by_author[author_vendor] = compiled
+        return compiled
+
+    def _spans(self, text: str, author_vendor: str | None = None) -> list[tuple[int, int]]:
+        compiled = self._for(author_vendor)
+        if not text or compiled.keys.isdisjoint(_LETTERS.findall(text.casefold())):
             return []
         spans: list[tuple[int, int]] = []
-        for match in self._compiled.pattern.finditer(text):
+        for match in compiled.pattern.finditer(text):
             start, end = match.span()
             if spans and _GAP.fullmatch(text, spans[-1][1], start):
                 spans[-1] = (spans[-1][0], end)  # "openai/gpt-4o", "Google DeepMind": one name
@@ -149,7 +194,8 @@ class Anonymiser:
 def self_identifies(text: str, model: str, vendor: str | None) -> bool:
     """Whether ``text``, written by ``model`` of ``vendor``, names its own model or vendor (any form the
     :class:`Anonymiser` knows: ``I am GPT-4o``, ``as an OpenAI model``, ``ChatGPT here``)."""
-    return bool(_own_names(model, vendor).names_in(text))
+    own = canonical_vendor(vendor) if vendor and vendor.strip() else resolve_vendor(model)
+    return bool(_own_names(model, vendor).names_in(text, own))
 
 
 @lru_cache(maxsize=256)
@@ -170,20 +216,25 @@ def names_data() -> dict[str, Any]:
     return json.loads(_NAMES_FILE.read_text(encoding="utf-8"))
 
 
-@lru_cache(maxsize=64)
-def _compile(extras: frozenset[str], scope: frozenset[str] | None) -> _Compiled:
+@lru_cache(maxsize=256)
+def _compile(extras: frozenset[str], scope: frozenset[str] | None, author: str | None) -> _Compiled:
+    """The pattern for ``extras`` and the names data's vendors in ``scope`` (None: all), read as written by a
+    judge of ``author`` (its own words and splits; None: anyone's)."""
     data = names_data()
-    vendors = {v: spec for v, spec in data["vendors"].items() if scope is None or v in scope}
+    vendors = {v: spec for v, spec in data["vendors"].items() if scope is None or v in scope or v == author}
     any_words, id_words = data["words"]["any"], data["words"]["id"]
+    ordinary = frozenset(data.get("ordinary_splits", []))
     alternatives: list[tuple[int, str]] = []  # (priority, pattern): longer, more specific forms first
     keys: set[str] = set()
     for vendor, spec in vendors.items():
         tail = _tail([*any_words, *spec.get("words", [])], id_words)
+        own_vendor = vendor == author
+        split = _Split(frozenset(w.casefold() for w in spec.get("split", [])), own_vendor, ordinary)
         guarded: list[str] = []
         name_patterns: list[str] = []
         for entry in spec.get("names", []):
             form = _form(entry)
-            pattern, form_keys = _stem(form)
+            pattern, form_keys = _stem(form, split=split)
             name_patterns.append(pattern)
             alternatives.append((_priority(form, 0), pattern))
             keys |= form_keys
@@ -194,7 +245,7 @@ def _compile(extras: frozenset[str], scope: frozenset[str] | None) -> _Compiled:
                 keys |= {k.casefold() for k in form["keys"]}
                 alternatives.append((_priority(form, 2), pattern))
                 continue
-            stem, form_keys = _stem(form, family=True)
+            stem, form_keys = _stem(form, family=True, split=split)
             keys |= form_keys
             need = form.get("tail", "optional")
             own_words = form.get("words", [])
@@ -212,6 +263,11 @@ def _compile(extras: frozenset[str], scope: frozenset[str] | None) -> _Compiled:
             alternatives.append((_priority(form, 2), pattern))
         if guarded and name_patterns:  # "Amazon Nova", "Microsoft Phi", "Zhipu GLM"
             alternatives.append((5_000, rf"(?:{'|'.join(name_patterns)}){SEP}(?:{'|'.join(guarded)}){tail}\+?"))
+        for entry in spec.get("own_words", []) if own_vendor else ():  # "As Sonnet, I ...", "R1-0528 here"
+            form = _form(entry)
+            stem, form_keys = _stem(form)
+            keys |= form_keys
+            alternatives.append((_priority(form, 1), rf"{stem}{tail}\+?"))
     known = set(vendors)
     generic = _tail(any_words, id_words)
     for extra in sorted(extras):
@@ -254,12 +310,56 @@ def _tail(any_words: list[str], id_words: list[str]) -> str:
             rf"|{IDSEP}[0-9]{{3,8}}(?![0-9]))*")
 
 
-def _stem(form: dict[str, Any], family: bool = False) -> tuple[str, set[str]]:
-    """The pattern of a form's text (a space or hyphen: an optional separator), and its keys."""
+@dataclass(frozen=True)
+class _Split:
+    """Which one-word names of a vendor are read split by a separator, and where (see ``names.json``)."""
+
+    words: frozenset[str]  # the vendor's ``split`` names, lower-case
+    own: bool  # the text's author is this vendor's judge: any separator at any point
+    ordinary: frozenset[str]  # splits that make an ordinary phrase ("open ai"): see ``names.json``
+
+    def body(self, word: str) -> str | None:
+        """The pattern of ``word`` with at most one separator between two of its letters, or None when the
+        word is not read split."""
+        lower = word.casefold()
+        if lower not in self.words or len(word) < 2 or not word.isalpha():
+            return None
+        body = re.escape(word[-1])
+        for i in range(len(word) - 1, 0, -1):  # body: word[i:], one separator at most
+            if self.own:
+                sep = SEP
+            elif f"{lower[:i]} {lower[i:]}" in self.ordinary:
+                sep = rf"{_INWORD}(?-i:(?=[A-Z]))"  # "Deep-Seek", "Open-AI"; not "deep seek", "open AI", "deep-seek"
+            else:
+                sep = SEP if len(word) >= 6 else _INWORD
+            body = rf"{re.escape(word[i - 1])}(?:{sep}{re.escape(word[i:])}|{body})"
+        return body
+
+    def keys(self, word: str) -> set[str]:
+        """Letter runs of which a split match holds one: the longer part (a trailing part may run on into a
+        plural ``s`` or a joined ``v``/``r``/``k`` version)."""
+        lower, n = word.casefold(), len(word)
+        heads = {lower[:i] for i in range(1, n) if 2 * i >= n}
+        tails = {lower[i:] for i in range(1, n) if 2 * (n - i) >= n}
+        return heads | tails | {t + extra for t in tails for extra in ("s", "v", "r", "k")}
+
+
+_NO_SPLIT = _Split(frozenset(), False, frozenset())
+
+
+def _stem(form: dict[str, Any], family: bool = False, split: _Split = _NO_SPLIT) -> tuple[str, set[str]]:
+    """The pattern of a form's text (a space or hyphen: an optional separator; a ``split`` name also with a
+    separator inside it), and its keys."""
     text = form["form"]
     words = [w for w in re.split(r"[\s\-]+", text) if w]
-    body = f"{SEP}?".join(re.escape(w) for w in words)
     keys = _keys(words, family)
+    bodies = []
+    for word in words:
+        split_body = split.body(word) if form.get("case") != "exact" else None
+        bodies.append(re.escape(word) if split_body is None else split_body)
+        if split_body is not None:
+            keys |= split.keys(word)
+    body = f"{SEP}?".join(bodies)
     if form.get("case") == "exact":
         body = rf"(?:(?-i:{body})|{body}(?=[/.][^\W\d_]))"
     if form.get("guard_prefix"):

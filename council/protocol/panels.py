@@ -41,20 +41,25 @@ def row_order(seed: int, row_id: str, vendors: list[str]) -> list[str]:
 
 def peers_for(
     viewer: str, order: list[str], round1: dict[str, JudgeCallRecord], anonymiser: Anonymiser
-) -> tuple[list[Peer], dict[str, str]]:
-    """The viewer's peers with a valid round-one vote (a verdict, or a graded item's levels), lettered from B in the row's order, reasons scrubbed
-    of vendor and model names by ``anonymiser``.
+) -> tuple[list[Peer], dict[str, str], dict[str, int]]:
+    """The viewer's peers with a valid round-one vote (a verdict, or a graded item's levels), lettered from B
+    in the row's order, each reason scrubbed by ``anonymiser`` as written by that peer's vendor (its own
+    product words and split names included).
 
-    Returns the peers to show and the letter -> vendor key (kept in the record for audit, never shown).
+    Returns the peers to show, the letter -> vendor key (kept in the record for audit, never shown) and
+    letter -> the number of names scrubbed from that peer's reason (letters with none left out).
     """
     peers: list[Peer] = []
     letters: dict[str, str] = {}
+    scrubbed: dict[str, int] = {}
     for vendor in order:
         record = round1.get(vendor)
         if vendor == viewer or record is None or (record.verdict is None and record.scores is None):
             continue
         letter = LETTERS[len(peers)]
-        peers.append(Peer(letter=letter, verdict=record.verdict, reason=anonymiser.scrub(record.reason or ""),
-                          scores=record.scores))
+        reason, names = anonymiser.redact(record.reason or "", vendor)
+        peers.append(Peer(letter=letter, verdict=record.verdict, reason=reason, scores=record.scores))
         letters[letter] = vendor
-    return peers, letters
+        if names:
+            scrubbed[letter] = names
+    return peers, letters, scrubbed

@@ -20,6 +20,7 @@ from council.protocol.config import HonestyWeights
 from council.protocol.panels import panel
 from council.scoring import scales
 from council.scoring.anonymity import anonymisation
+from council.scoring.anonymity import anonymisation
 from council.scoring.arrays import CODE, SPEND, Counters, VoteArrays, build
 from council.store.runfolder import ITEMS, MANIFEST, SUMMARY, VERDICTS, RunFolder, read_jsonl
 from council.store.tables import write_scores
@@ -371,6 +372,7 @@ def rescore(folder: RunFolder) -> dict[str, Any]:
     summary["state"] = state
     summary["complete"] = state["state"] == "finished" and not summary["not_graded_rows"]
     summary["refused_rows"] = len(refused)
+    summary["anonymisation"] = anonymisation(folder.path)  # names cut from each member's reasons shown to peers
     summary["anonymisation"] = anonymisation(folder.path)  # names cut from each member's reasons shown to peers
     if refused:
         summary["diagnostics"]["warnings"].append(

@@ -7,10 +7,13 @@ import re
 import pytest
 
 from council.core.vendors import DEFAULT_ROSTER
-from council.protocol.anonymise import REDACTED, Anonymiser, self_identifies
+from council.protocol.anonymise import REDACTED, Anonymiser, names_data, self_identifies
 
 RUN_NAMES = [*DEFAULT_ROSTER, *DEFAULT_ROSTER.values(), "openai/gpt-4.1-mini", "qwen/qwen3-235b-a22b",
              "meta-llama/llama-3.3-70b-instruct", "meta"]
+
+DEFAULT_VENDORS = ("anthropic", "google", "openai", "alibaba", "deepseek", "mistral")  # the roster and its reserve
+ALL_VENDORS = tuple(names_data()["vendors"])
 
 # (vendor, text): self-identifications as models write them.
 SELF_IDS: list[tuple[str, str]] = [
@@ -86,6 +89,147 @@ SELF_IDS: list[tuple[str, str]] = [
     ("openai", "GPT‑5‑mini’s answer stands."),
 ]
 
+# (vendor of the judge who wrote it, text): self-identifications only that judge's reason gives away, its
+# product word standing alone or its name split inside a word. Each name is in braces: the expected output
+# has [redacted] there and is otherwise the text as written.
+OWN_IDS: list[tuple[str, str]] = [
+    ("anthropic", "As {Sonnet}, I find the total right."),
+    ("anthropic", "{Opus} here: the premise is false."),
+    ("anthropic", "{Haiku's} view: correct."),
+    ("anthropic", "I, {haiku}, agree with the reference."),
+    ("anthropic", "{Sonnet} finds that the answer abstains."),
+    ("anthropic", "As an {Anthrop ic} model, I disagree."),
+    ("anthropic", "{Cla ude} here: wrong."),
+    ("anthropic", "{Anthr-opic's} model checked it."),
+    ("google", "{Flash} here: the answer is right."),
+    ("google", "As {Pro}, I find it wrong."),
+    ("google", "{Flash 2.5} agrees with the reference."),
+    ("google", "{Gem ini} here: correct."),
+    ("google", "As a {Goo gle} model, I agree."),
+    ("google", "{Deep Mind's} model says no."),
+    ("google", "{Ultra} finds the premise false."),
+    ("google", "{Gem ini 2.5 Pro} checked the sum."),
+    ("openai", "As {4o}, I find it right."),
+    ("openai", "{Open AI} here: the total is wrong."),
+    ("openai", "As an {Open-AI} model, I agree."),
+    ("openai", "{Chat GPT} says it is correct."),
+    ("openai", "{Codex} checked the arithmetic."),
+    ("openai", "{Open_AI's} model disagrees."),
+    ("openai", "{open ai} here, and I accept it."),
+    ("alibaba", "{Max} here: the answer is right."),
+    ("alibaba", "As {Q-wen}, I disagree."),
+    ("alibaba", "{Q wen3-Max} finds it wrong."),
+    ("alibaba", "{Ali baba's} model agrees."),
+    ("alibaba", "As {Plus}, I accept it."),
+    ("alibaba", "{Qw en} here: wrong."),
+    ("alibaba", "{Max's} view: correct."),
+    ("deepseek", "{Deep Seek} here: correct."),
+    ("deepseek", "As {R1}, I find it wrong."),
+    ("deepseek", "{V3.2} checked: 17*23=391."),
+    ("deepseek", "{deep seek's} view: right."),
+    ("deepseek", "{Deep_Seek-V3.2} agrees."),
+    ("deepseek", "{R1-0528} here: the premise is false."),
+    ("deepseek", "As {Reasoner}, I agree."),
+    ("deepseek", "{Dee pSeek} finds that the answer abstains."),
+    ("mistral", "{Medium} here: the answer is right."),
+    ("mistral", "As {Le Chat}, I disagree."),
+    ("mistral", "{Codestral} verified the certificate."),
+    ("mistral", "{Mis tral} finds it wrong."),
+    ("mistral", "{Medium 3.1's} view: correct."),
+    ("mistral", "As {Large}, I accept it."),
+    ("mistral", "{Nemo} here: wrong."),
+    ("mistral", "As a {Mis tral AI} model, I agree."),
+    ("meta", "As {Maverick}, I agree."),
+    ("meta", "{Scout} here: wrong."),
+    ("meta", "{Lla ma} finds it right."),
+    ("meta", "{Me-ta's} model says no."),
+    ("xai", "{Heavy} here: wrong."),
+    ("xai", "{Gr ok} agrees."),
+    ("moonshot", "{K2} here: correct."),
+    ("moonshot", "As {Ki mi}, I agree."),
+    ("moonshot", "{K2-Thinking} finds it wrong."),
+    ("zhipu", "{GLM} here: the answer is right."),
+    ("zhipu", "As {Zhi pu's} model, I agree."),
+    ("cohere", "{Command} finds the total right."),
+    ("cohere", "As {Aya}, I agree."),
+    ("microsoft", "{Phi} here: the premise is false."),
+    ("microsoft", "{Micro soft's} model agrees."),
+    ("amazon", "As {Nova}, I disagree."),
+    ("amazon", "{Titan} here: correct."),
+    ("amazon", "{Ama-zon's} model agrees."),
+    ("baidu", "{Ernie} here: wrong."),
+    ("baidu", "{Bai du} agrees."),
+    ("bytedance", "{Seed} here: correct."),
+    ("bytedance", "{Byte Dance's} model agrees."),
+    ("minimax", "{minimax} here: right."),
+    ("nvidia", "{Nemo-tron} agrees."),
+    ("tencent", "{Ten cent's} model agrees."),
+]
+
+# (vendor named, text): names split inside a word that everyone's reasons give away (read whoever wrote them).
+SPLIT_IDS: list[tuple[str, str]] = [
+    ("deepseek", "I agree with {Deep-Seek} here."),
+    ("deepseek", "{Deep\u2013Seek-V3} says yes."),
+    ("openai", "{Open-AI's} model is wrong."),
+    ("openai", "{Chat GPT} says yes."),
+    ("anthropic", "{Anthrop-ic} says yes."),
+    ("anthropic", "{Clau\u2010de} says yes."),
+    ("alibaba", "{Q-wen} says yes."),
+    ("alibaba", "{Qw_en3-235B-A22B} says yes."),
+    ("alibaba", "{Ali-Baba's} model says yes."),
+    ("mistral", "{Mis tral} says yes."),
+    ("mistral", "{Mix tral} says yes."),
+    ("mistral", "{Code-stral} says yes."),
+    ("google", "{Gem-ini} says yes."),
+    ("google", "{Goo-gle} says yes."),
+    ("google", "{Gem ini 2.5 Pro} says yes."),
+    ("google", "{Deep-Mind} says yes."),
+    ("meta", "{Lla-ma 3.1} says yes."),
+    ("meta", "{Me-ta} says yes."),
+    ("xai", "{Gr-ok 4} says yes."),
+    ("moonshot", "{Ki-mi K2} says yes."),
+    ("microsoft", "{Micro-Soft} says yes."),
+    ("amazon", "{Ama zon} says yes."),
+]
+
+# Ordinary text scrubbed only in the reason of one vendor's own judge (the accepted cost of reading its own
+# words): text -> (that vendor, what its judge's reason becomes). Every other judge's reason keeps it whole.
+OWN_COST: dict[str, tuple[str, str]] = {
+    "She is a member of Phi Beta Kappa.": ("microsoft", "She is a member of [redacted] Beta Kappa."),
+    "The response is a haiku about autumn.": ("anthropic", "The response is a [redacted] about autumn."),
+    "Shakespeare's Sonnet 18 compares a lover to summer.": (
+        "anthropic", "Shakespeare's [redacted] compares a lover to summer."),
+    "It was his magnum opus.": ("anthropic", "It was his magnum [redacted]."),
+    "A sonnet by Shakespeare opens the collection.": ("anthropic", "A [redacted] by Shakespeare opens the collection."),
+    "Open AI research is growing.": ("openai", "[redacted] research is growing."),
+    "The codex was written on vellum.": ("openai", "The [redacted] was written on vellum."),
+    "Titan is Saturn's largest moon.": ("amazon", "[redacted] is Saturn's largest moon."),
+    "The Nova Scotia coast is rocky.": ("amazon", "The [redacted] Scotia coast is rocky."),
+    "The minimax algorithm searches the game tree.": ("minimax", "The [redacted] algorithm searches the game tree."),
+    "We fit a GLM to the data.": ("zhipu", "We fit a [redacted] to the data."),
+    "Aya is the name of the narrator.": ("cohere", "[redacted] is the name of the narrator."),
+    "Deep seek and you will find.": ("deepseek", "[redacted] and you will find."),
+    "The deep seek of truth goes on.": ("deepseek", "The [redacted] of truth goes on."),
+    "The flash memory is full.": ("google", "The [redacted] memory is full."),
+    "Pro tip: check the units.": ("google", "[redacted] tip: check the units."),
+    "She has a deep mind.": ("google", "She has a [redacted]."),
+    "Max Planck was a physicist.": ("alibaba", "[redacted] Planck was a physicist."),
+    "Ali Baba and the forty thieves.": ("alibaba", "[redacted] and the forty thieves."),
+    "A maverick approach won.": ("meta", "A [redacted] approach won."),
+    "The response met a requirement.": ("meta", "The response [redacted] requirement."),
+    "Mount K2 is tall.": ("moonshot", "Mount [redacted] is tall."),
+    "The R1 resistor failed.": ("deepseek", "The [redacted] resistor failed."),
+    "Le Chat Noir was a cabaret.": ("mistral", "[redacted] Noir was a cabaret."),
+    "Captain Nemo sails on.": ("mistral", "Captain [redacted] sails on."),
+    "Heavy rain fell.": ("xai", "[redacted] rain fell."),
+    "Ten cent stamps.": ("tencent", "[redacted] stamps."),
+    "Command the fleet.": ("cohere", "[redacted] the fleet."),
+    "Micro soft drinks.": ("microsoft", "[redacted] drinks."),
+    "deep-seek behaviour is rare.": ("deepseek", "[redacted] behaviour is rare."),
+    "Go ogle the stars.": ("google", "[redacted] the stars."),
+    "The Flash is a comic hero.": ("google", "The [redacted] is a comic hero."),
+}
+
 # Independent check: after scrubbing, none of these stems may be left as a token.
 STEMS = {
     "claude", "anthropic", "sonnet", "opus", "haiku", "gpt", "chatgpt", "openai", "gemini", "gemma", "google",
@@ -141,6 +285,19 @@ ORDINARY: list[str] = [
     "Deep seek and you will find.",
     "The metallic sheen is misleading.",
     "Correct: the certificate 41 x 43 checks.",
+    # ordinary uses of the words a judge's own reasons scrub (see OWN_COST), and of split names
+    *OWN_COST,
+    "Type it on the command line.",
+    "A supernova lit the sky.",
+    "Take the max of the two values.",
+    "A medium difficulty item.",
+    "The large share is right.",
+    "A small error remains.",
+    "The scout leader agreed.",
+    "A seed of doubt.",
+    "The turbo engine is loud.",
+    "The open-source model is cited.",
+    "The chat window closed.",
 ]
 
 
@@ -157,6 +314,34 @@ def anonymiser() -> Anonymiser:
 def test_the_banks_are_broad():
     assert len(SELF_IDS) >= 60 and len({v for v, _ in SELF_IDS}) >= 10
     assert len(ORDINARY) >= 40
+    own = {v for v, _ in OWN_IDS}
+    assert {"anthropic", "google", "openai", "alibaba", "deepseek", "mistral"} <= own and len(own) >= 15
+    assert all(sum(v == vendor for v, _ in OWN_IDS) >= 6 for vendor in DEFAULT_VENDORS)
+
+
+def _braced(text: str) -> tuple[str, str, int]:
+    """A bank entry's text as written, as it must come out, and how many names it holds."""
+    return re.sub(r"[{}]", "", text), re.sub(r"\{[^}]*\}", REDACTED, text), text.count("{")
+
+
+@pytest.mark.parametrize("vendor, text", OWN_IDS)
+def test_own_words_and_splits_are_scrubbed_in_the_own_judges_reason(anonymiser, vendor, text):
+    written, expected, names = _braced(text)
+    assert anonymiser.redact(written, vendor) == (expected, names)
+    assert anonymiser.redact(written, vendor.capitalize()) == (expected, names)  # any spelling of the vendor
+
+
+@pytest.mark.parametrize("vendor, text", SPLIT_IDS)
+def test_split_names_are_scrubbed_in_everyones_reason(anonymiser, vendor, text):
+    written, expected, names = _braced(text)
+    for author in (None, "cohere", vendor):
+        assert anonymiser.redact(written, author) == (expected, names), author
+
+
+@pytest.mark.parametrize("text", list(OWN_COST))
+def test_the_own_judges_reason_pays_the_accepted_cost(anonymiser, text):
+    vendor, expected = OWN_COST[text]
+    assert anonymiser.scrub(text, vendor) == expected
 
 
 @pytest.mark.parametrize("vendor, text", SELF_IDS)
@@ -169,7 +354,7 @@ def test_self_identifications_leave_no_name(anonymiser, vendor, text):
     assert anonymiser.names_in(text)
 
 
-@pytest.mark.parametrize("vendor, text", SELF_IDS)
+@pytest.mark.parametrize("vendor, text", [*SELF_IDS, *((v, _braced(t)[0]) for v, t in OWN_IDS)])
 def test_self_identifies(vendor, text):
     model = {**DEFAULT_ROSTER, "meta": "meta-llama/llama-3.3-70b-instruct"}.get(vendor, f"{vendor}/some-model")
     assert self_identifies(text, model, vendor)
@@ -177,9 +362,15 @@ def test_self_identifies(vendor, text):
 
 @pytest.mark.parametrize("text", ORDINARY)
 def test_ordinary_text_is_unchanged(anonymiser, text):
+    """Unchanged in anyone's text and in the reason of every vendor's judge but the one whose own word it is."""
+    own = OWN_COST.get(text, (None, ""))[0]
     assert anonymiser.scrub(text) == text
     assert anonymiser.names_in(text) == []
-    assert not self_identifies(text, "openai/gpt-5", "openai")
+    for vendor in ALL_VENDORS:
+        if vendor != own:
+            assert anonymiser.redact(text, vendor) == (text, 0), vendor
+    if own != "openai":
+        assert not self_identifies(text, "openai/gpt-5", "openai")
 
 
 def test_a_name_is_replaced_whole(anonymiser):

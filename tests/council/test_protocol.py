@@ -50,7 +50,8 @@ def test_round_two_names_peers_by_letter_only_and_scrubs_names():
         "alibaba": record("alibaba", None, None),  # invalid round-one vote: not shown
     }
     order = row_order(7, "q1::openai/gpt-4.1-mini", list(round1))
-    peers, letters = peers_for("anthropic", order, round1, anonymiser)
+    peers, letters, scrubbed = peers_for("anthropic", order, round1, anonymiser)
+    assert {letters[k]: n for k, n in scrubbed.items()} == {"google": 2, "deepseek": 1}  # names cut from each reason
     assert [p.letter for p in peers] == ["B", "C"]
     assert set(letters.values()) == {"google", "deepseek"}
     msgs = round2_messages(ITEM, row(), "correct", "As Claude, I agree.", peers)

@@ -1,0 +1,33 @@
+"""What the anonymiser cut from the reasons each member's peers were shown, counted from the archive.
+
+Each round-two record keeps the letters of the peers it was shown (``peer_letters``: letter -> vendor)
+and how many names were scrubbed from each of their reasons (``peers_scrubbed``), so the counts come
+from what was sent, and ``council rescore`` reproduces them. Records archived before ``peers_scrubbed``
+existed count as shown with nothing scrubbed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from council.store.runfolder import ROUND_FILES, iter_json
+
+
+def anonymisation(folder: Path) -> dict[str, dict[str, int]]:
+    """Per member whose reasons were shown to peers in round two: ``reasons_shown`` (one per peer prompt
+    that showed it), ``reasons_scrubbed`` (of those, the ones with a name cut out) and ``names_scrubbed``
+    (the names cut). A later record of a vote supersedes an earlier one, as in scoring."""
+    latest: dict[tuple[str, str], dict[str, Any]] = {}
+    for _, record in iter_json(folder / ROUND_FILES[2], missing_ok=True):
+        latest[(record["row_id"], record["member"])] = record
+    out: dict[str, dict[str, int]] = {}
+    for record in latest.values():
+        scrubbed = record.get("peers_scrubbed") or {}
+        for letter, author in (record.get("peer_letters") or {}).items():
+            counts = out.setdefault(author, {"reasons_shown": 0, "reasons_scrubbed": 0, "names_scrubbed": 0})
+            names = int(scrubbed.get(letter, 0))
+            counts["reasons_shown"] += 1
+            counts["reasons_scrubbed"] += names > 0
+            counts["names_scrubbed"] += names
+    return dict(sorted(out.items()))
