@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from collections.abc import Iterable
+from functools import lru_cache
 from pathlib import Path
 
 import orjson
@@ -22,6 +24,8 @@ from council.protocol.config import CouncilConfig, VendorSettings
 from council.protocol.prompts import PEER_LINE, decode_untrusted
 from council.run.runner import RunRequest, run_council
 from council.sim import SimConfig, TruthTable, start_sim
+from council.sim._naming import PRODUCT
+from council.sim._world import BRAND, DISPLAY, FAMILY, WORLD
 from tests.council.test_end_to_end import lines
 
 # How people write model ids, and who really made each (the provider's world is told this directly).
@@ -38,6 +42,42 @@ REAL_WORLD_IDS = {
 STEMS = {"claude", "anthropic", "sonnet", "opus", "haiku", "gpt", "openai", "gemini", "gemma", "google", "qwen",
          "qwq", "alibaba", "deepseek", "llama", "meta", "mistral", "mistralai", "grok", "xai"}
 N_ITEMS = 6
+_SPLIT = r"[\s_.\-\u2010-\u2015\u2212]?"  # what a name may be split by, between any two of its letters
+
+
+def _spelled(word: str) -> str:
+    return _SPLIT.join(re.escape(c) for c in word)
+
+
+def _sim_words(vendor: str) -> tuple[set[str], set[str]]:
+    """A vendor's names as the simulated world spells them: (brand and family words, matched in any case and
+    split anywhere; its models' display names, ids and product words, matched as written)."""
+    names = {w for w in re.findall(r"[A-Za-z]{3,}", f"{BRAND.get(vendor, '')} {FAMILY.get(vendor, '')}")
+             if w.lower() != "ai"}
+    models = [m for m, v in WORLD.items() if v == vendor]
+    products = {PRODUCT[m.lower()] for m in models if m.lower() in PRODUCT}
+    products |= {DISPLAY[m.lower()] for m in models if m.lower() in DISPLAY}
+    products |= {m.rsplit("/", 1)[-1] for m in models}
+    return names, products
+
+
+@lru_cache(maxsize=64)
+def _sim_pattern(author: str, others: tuple[str, ...]) -> re.Pattern[str]:
+    names, products = _sim_words(author)
+    for other in others:
+        names |= _sim_words(other)[0]
+    alternatives = [_spelled(n) for n in sorted(names, key=len, reverse=True)]
+    return re.compile(rf"(?<![A-Za-z])(?i:{'|'.join(alternatives)})(?![a-z])"
+                      rf"|(?<![A-Za-z0-9])(?:{'|'.join(map(re.escape, sorted(products, key=len, reverse=True)))})"
+                      rf"(?![A-Za-z0-9])")
+
+
+def sim_names_in(reason: str, author: str, others: Iterable[str]) -> list[str]:
+    """The self-identifications in ``reason``, written by a judge of ``author``, that the simulated world knows
+    of: the author's names in every form (brand and family in any case and split by a separator anywhere, its
+    product words and model names as written), and the brand and family names of ``others``. An independent
+    check of the council's anonymiser: it shares nothing with it but the text."""
+    return _sim_pattern(author, tuple(sorted(set(others)))).findall(reason)
 # A peer's vote, one JSON object per line of the peers block (PEER_LINE); its reason encoded as shown.
 PEER_RE = re.compile("^" + re.escape(PEER_LINE.format(letter="\0L", verdict="\0V", reason="\0R"))
                      .replace("\0L", '"(?P<letter>[A-Z])"').replace("\0V", '"(?P<verdict>correct|incorrect)"')
@@ -124,7 +164,8 @@ async def test_round_two_prompts_carry_no_names_and_keep_ordinary_words(integrit
     folder = integrity["result"].run_dir
     one_line = {(r["row_id"], r["member"]): " ".join(r["reason"].split())
                 for r in lines(folder / "round1.jsonl") if r["reason"]}
-    named = sum(bool(set(re.findall(r"[a-z]+", reason.lower())) & STEMS) for reason in one_line.values())
+    roster = CouncilConfig().roster_vendors
+    named = sum(bool(sim_names_in(reason, member, roster)) for (_, member), reason in one_line.items())
     assert named > 0.9 * len(one_line)  # every judge named itself, in its own varied forms
     letters = {(r["row_id"], r["member"]): r["peer_letters"] for r in lines(folder / "round2.jsonl")}
     row_of = {}
@@ -142,8 +183,10 @@ async def test_round_two_prompts_carry_no_names_and_keep_ordinary_words(integrit
             row_id = row_of[tuple(s.strip() for s in row)]
             key = letters[(row_id, vendor_of_judge[request["model"]])]
             for peer in peer_lines(body):
-                shown, original = peer["reason"], one_line[(row_id, key[peer["letter"]])]
+                author = key[peer["letter"]]
+                shown, original = peer["reason"], one_line[(row_id, author)]
                 assert not set(re.findall(r"[a-z]+", shown.lower())) & STEMS, shown
+                assert not sim_names_in(shown, author, roster), (shown, original)
                 pattern = "(.{1,60}?)".join(map(re.escape, shown.split("[redacted]")))
                 assert re.fullmatch(pattern, original), (shown, original)
                 checked += 1

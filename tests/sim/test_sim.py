@@ -603,28 +603,6 @@ async def test_server_errors_and_timeouts(session) -> None:
             await asyncio.wait_for(post(session, server, "openai/gpt-5", [{"role": "user", "content": "y"}]), 0.05)
 
 
-async def test_name_drop_forms(session) -> None:
-    items, rows = bank(60, LLAMA)
-    async with await start_sim(one_vendor(name_drop_rate=1.0), TruthTable.from_rows(items, rows)) as server:
-        reasons = {}
-        for judge in SELF_NAMES:
-            replies = [(await post(session, server, judge, round1_messages(i, r)))[2] for i, r in zip(items, rows)]
-            reasons[judge] = [json.loads(content_of(body))["reason"] for body in replies]
-    for judge, got in reasons.items():
-        assert all(names_itself(r, judge) for r in got), judge
-    gpt = reasons["openai/gpt-5"]
-    assert any(r.startswith("GPT\u20115 here: ") for r in gpt)  # with a non-breaking hyphen
-    assert any(r.startswith("As an OpenAI model, ") for r in gpt)
-    assert any(r.startswith("As GPT-5, I find that ") for r in gpt)
-    assert any("gemini_2.5_pro's view" in r for r in reasons["google/gemini-2.5-pro"])
-    assert any(r.startswith("Speaking as a Gemini model") for r in reasons["google/gemini-2.5-pro"])
-    assert any(r.startswith("I, Qwen3-Max, ") for r in reasons["qwen/qwen3-max"])
-    assert any(r.startswith("DeepSeek-V3.2 finds") for r in reasons["deepseek/deepseek-v3.2"])
-    assert any("Claude Sonnet 4.5's" in r for r in reasons["anthropic/claude-sonnet-4.5"])  # a possessive
-    prefixes = {r.split(" ", 2)[0] + r.split(" ", 2)[1] for r in gpt}
-    assert len(prefixes) >= 6  # varied forms, not one template
-
-
 # ---- quotas --------------------------------------------------------------------------------------------
 
 
