@@ -239,8 +239,8 @@ def council_versus_members(council, votes_k, gold, item, n_items: int, members: 
                      "rows": int(rows[j])} for j, name in enumerate(members)}
     best = int(np.nanargmin(point))
     return {
-        "judges": {n: {"accuracy": plain(p), "ci_low": plain(lo), "ci_high": plain(hi)}
-                   for n, p, lo, hi in zip(names, boot.point[:m + 1], boot.low[:m + 1], boot.high[:m + 1], strict=True)},
+        "judges": {n: {"accuracy": plain(p), "ci_low": plain(lo), "ci_high": plain(hi)} for n, p, lo, hi in
+                   zip(names, boot.point[:m + 1], boot.low[:m + 1], boot.high[:m + 1], strict=True)},
         "council_minus_member": versus,
         "best_member": members[best],
         "council_minus_best_member": versus[members[best]],

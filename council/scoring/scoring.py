@@ -20,7 +20,6 @@ from council.protocol.config import HonestyWeights
 from council.protocol.panels import panel
 from council.scoring import scales
 from council.scoring.anonymity import anonymisation
-from council.scoring.anonymity import anonymisation
 from council.scoring.arrays import CODE, SPEND, Counters, VoteArrays, build
 from council.store.runfolder import ITEMS, MANIFEST, SUMMARY, VERDICTS, RunFolder, read_jsonl
 from council.store.tables import write_scores
@@ -92,7 +91,7 @@ def score(a: VoteArrays, quorum: int, run_id: str, *, seed: int = 0, resamples: 
     if len(full.audit):  # batched votes asked again alone: does batching change verdicts?
         summary["batch_audit"] = agg.paired_agreement(full.audit[:, 0], full.audit[:, 1], full.audit[:, 2], a.members)
     if (a.shadow != agg.MISSING).any():
-        summary["self_preference"] = _self_preference(a, cons.verdict[:, 1])
+        summary["self_preference"] = _self_preference(a, seed=seed, resamples=resamples)
     summary.update(statistics(a, cons, tallied, quorum, seed=seed, resamples=resamples, penalty=penalty))
     summary["honesty"] = _honesty(a, cons.verdict[:, 1], honesty or HonestyWeights(), seed=seed, resamples=resamples)
     if full.scales:
@@ -182,15 +181,16 @@ def _honesty(a: VoteArrays, correct: np.ndarray, weights: HonestyWeights, *, see
     return {"weights": w, "composite": composite, "paraphrase_consistency": paraphrase, "compute_signature": signature}
 
 
-def _self_preference(a: VoteArrays, council: np.ndarray) -> dict[str, Any]:
+def _self_preference(a: VoteArrays, *, seed: int, resamples: int) -> dict[str, Any]:
+    """The ``--shadow-self`` audit per producing vendor with a shadow vote (:func:`aggregator.self_preference`):
+    the vendor's own judge against the other members, on its own vendor's rows and on the others'."""
     vendors = sorted(set(a.vendor_of_row))
     index = {v: g for g, v in enumerate(vendors)}
     group = np.array([index[v] for v in a.vendor_of_row], dtype=np.int64)
-    sp = agg.self_preference(a.shadow, council, a.gold, group, len(vendors))
-    return {
-        v: {k: int(arr[g]) if arr.dtype.kind in "iu" else _num(arr[g]) for k, arr in sp.items()}
-        for g, v in enumerate(vendors) if sp["rows"][g] > 0
-    }
+    judge = np.array([a.members.index(v) if v in a.members else -1 for v in vendors], dtype=np.int64)
+    audit = agg.self_preference(a.shadow, a.votes[:, :, 0], a.gold, group, judge, a.item, len(a.items), a.members,
+                                n_resamples=resamples, seed=seed)
+    return {v: audit[g] for g, v in enumerate(vendors) if audit[g] is not None}
 
 
 def diagnostics(c: Counters, members: list[str], no_quorum_rows: int, rows: int) -> dict[str, Any]:
@@ -372,7 +372,6 @@ def rescore(folder: RunFolder) -> dict[str, Any]:
     summary["state"] = state
     summary["complete"] = state["state"] == "finished" and not summary["not_graded_rows"]
     summary["refused_rows"] = len(refused)
-    summary["anonymisation"] = anonymisation(folder.path)  # names cut from each member's reasons shown to peers
     summary["anonymisation"] = anonymisation(folder.path)  # names cut from each member's reasons shown to peers
     if refused:
         summary["diagnostics"]["warnings"].append(
