@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from pathlib import Path
 
@@ -90,9 +90,10 @@ def peer_lines(body: str) -> list[dict[str, str]]:
             for m in PEER_RE.finditer(body)]
 
 
-def write_inputs(tmp_path: Path, ids: dict[str, str], extra: list[dict] = ()) -> tuple[Path, Path]:
+def write_inputs(tmp_path: Path, ids: dict[str, str], extra: list[dict] = (), n_items: int = N_ITEMS
+                 ) -> tuple[Path, Path]:
     """A small bank and a responses file in which every id answers every item (distinct texts)."""
-    items = [orjson.loads(x) for x in bank.SAMPLE_BANK.read_bytes().splitlines()][:N_ITEMS]
+    items = [orjson.loads(x) for x in bank.SAMPLE_BANK.read_bytes().splitlines()][:n_items]
     sample = {}
     for raw in bank.SAMPLE_RESPONSES.read_bytes().splitlines():
         row = orjson.loads(raw)
@@ -158,6 +159,32 @@ def user_text(request: dict) -> str:
     raise AssertionError("no user message")
 
 
+def round_two_peers(requests: list[dict], rows: list, bank_path: Path, folder: Path
+                    ) -> Iterator[tuple[str, str, str, str, bool]]:
+    """Every peer line of every round-two prompt the provider received: (row id, viewer, the peer's vendor,
+    its reason as shown, whether the prompt was batched). The peer's vendor is the letter's, as archived in
+    the viewer's round-two record."""
+    letters = {(r["row_id"], r["member"]): r["peer_letters"] for r in lines(folder / "round2.jsonl")}
+    prompts = {i.id: i.prompt.strip() for i in bank.load_bank(bank_path)}
+    row_of = {(prompts[row.item_id], row.response.strip()): row.row_id for row in rows}
+    vendor_of_judge = {m.judge_model: m.vendor for m in CouncilConfig().roster}
+    for request in (r for r in requests if r["round"] == 2):
+        bodies = user_text(request).split('<item key="')[1:] if request["batch"] else [user_text(request)]
+        assert len(bodies) == len(request["rows"])
+        viewer = vendor_of_judge[request["model"]]
+        for body, row in zip(bodies, request["rows"], strict=True):
+            row_id = row_of[tuple(s.strip() for s in row)]
+            key = letters[(row_id, viewer)]
+            for peer in peer_lines(body):
+                yield row_id, viewer, key[peer["letter"]], peer["reason"], bool(request["batch"])
+
+
+def shown_is_scrubbed_original(shown: str, original: str) -> bool:
+    """Whether ``shown`` is ``original`` with some names cut out and nothing else changed."""
+    pattern = "(.{1,60}?)".join(map(re.escape, shown.split("[redacted]")))
+    return re.fullmatch(pattern, original) is not None
+
+
 async def test_round_two_prompts_carry_no_names_and_keep_ordinary_words(integrity):
     """Each peer line the provider received is its round-one reason with the names cut out and nothing else:
     no name stem is left, and every other character is the original's, in order."""
@@ -167,29 +194,16 @@ async def test_round_two_prompts_carry_no_names_and_keep_ordinary_words(integrit
     roster = CouncilConfig().roster_vendors
     named = sum(bool(sim_names_in(reason, member, roster)) for (_, member), reason in one_line.items())
     assert named > 0.9 * len(one_line)  # every judge named itself, in its own varied forms
-    letters = {(r["row_id"], r["member"]): r["peer_letters"] for r in lines(folder / "round2.jsonl")}
-    row_of = {}
-    for row in integrity["rows"]:
-        item = next(i for i in bank.load_bank(integrity["bank"]) if i.id == row.item_id)
-        row_of[(item.prompt.strip(), row.response.strip())] = row.row_id
-    vendor_of_judge = {m.judge_model: m.vendor for m in CouncilConfig().roster}
     checked = 0
     batched = 0
-    for request in (r for r in integrity["requests"] if r["round"] == 2):
-        bodies = user_text(request).split('<item key="')[1:] if request["batch"] else [user_text(request)]
-        assert len(bodies) == len(request["rows"])
-        batched += request["batch"]
-        for body, row in zip(bodies, request["rows"], strict=True):
-            row_id = row_of[tuple(s.strip() for s in row)]
-            key = letters[(row_id, vendor_of_judge[request["model"]])]
-            for peer in peer_lines(body):
-                author = key[peer["letter"]]
-                shown, original = peer["reason"], one_line[(row_id, author)]
-                assert not set(re.findall(r"[a-z]+", shown.lower())) & STEMS, shown
-                assert not sim_names_in(shown, author, roster), (shown, original)
-                pattern = "(.{1,60}?)".join(map(re.escape, shown.split("[redacted]")))
-                assert re.fullmatch(pattern, original), (shown, original)
-                checked += 1
+    for row_id, _, author, shown, in_batch in round_two_peers(integrity["requests"], integrity["rows"],
+                                                              integrity["bank"], folder):
+        original = one_line[(row_id, author)]
+        assert not set(re.findall(r"[a-z]+", shown.lower())) & STEMS, shown
+        assert not sim_names_in(shown, author, roster), (shown, original)
+        assert shown_is_scrubbed_original(shown, original), (shown, original)
+        checked += 1
+        batched += in_batch
     assert checked > 1000 and batched > 0
 
 
