@@ -1,5 +1,6 @@
-"""The fault matrix, small: a council run survives each transient provider fault with no verdict lost and
-without paying twice beyond the calls in flight (the full version is ``bench/fault_matrix.py``)."""
+"""The fault matrix, small: a council run survives each transient provider fault with no verdict lost, each
+vote archived once, and paying twice only for the answers the provider says it broke (the full version is
+``bench/fault_matrix.py``)."""
 
 from __future__ import annotations
 
@@ -33,8 +34,10 @@ async def test_fault_matrix(tmp_path):
         assert r["lost"] == 0, name
         assert r["votes"] == 10 * ROWS, name  # every vote of every row archived
         assert r["errors"] == 0, name  # every fault survived within the retries
-        assert r["council_paid_twice"] <= r["in_flight_bound"], name
-        assert r["paid_twice"] == r["unreadable"] + r["council_paid_twice"], name
+        assert r["distinct_votes"] == r["votes"], name  # and each once
+        # Billed by the provider's count, minus the answered calls in the archive: only the answers the
+        # provider broke after billing them, plus at most the slow ones the client may have given up on.
+        assert r["unreadable"] <= r["paid_twice"] <= r["unreadable"] + r["slow"], name
     base, *faulty = results
     assert base["retries"] == 0 and base["paid_twice"] == 0 and not any(base["faults_served"].values())
     for r in faulty:
