@@ -31,6 +31,8 @@ MODELS = {"anthropic/claude-haiku-4.5": "anthropic", "google/gemini-2.5-flash": 
           "openai/gpt-4.1-mini": "openai", "qwen/qwen-2.5-72b-instruct": "alibaba",
           "deepseek/deepseek-chat": "deepseek", "mistralai/mistral-small": "mistral"}
 N_ITEMS = 12
+SCALE = {"name": "quality", "levels": ["poor", "fair", "good"],
+         "dimensions": [{"name": "accuracy", "weight": 0.7}, {"name": "clarity", "weight": 0.3}]}
 SEPARATORS = " -_\u2010"
 
 
@@ -38,6 +40,11 @@ SEPARATORS = " -_\u2010"
 async def loud_run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("anonymise")
     bank_path, responses = write_inputs(tmp, MODELS, n_items=N_ITEMS)
+    items = [orjson.loads(x) for x in bank_path.read_bytes().splitlines()]
+    for k, item in enumerate(items):  # every other item graded on a scale: its peers' levels go the same way
+        if k % 2:
+            item["scale"] = SCALE
+    bank_path.write_bytes(b"".join(orjson.dumps(i) + b"\n" for i in items))
     items = bank.load_bank(bank_path)
     rows = bank.load_responses(responses, items)
     base = SimConfig.planted(seed=0)
@@ -79,6 +86,7 @@ async def test_no_round_two_prompt_carries_a_peers_name(loud_run):
     cut_by: Counter[str] = Counter()
     reasons_cut_by: Counter[str] = Counter()
     seen: set[tuple[str, str, str]] = set()
+    graded = {i.id for i in bank.load_bank(loud_run["bank"]) if i.scale is not None}
     for row_id, viewer, author, shown, _ in round_two_peers(loud_run["requests"], loud_run["rows"], loud_run["bank"],
                                                             folder):
         found = sim_names_in(shown, author, roster)
@@ -91,6 +99,7 @@ async def test_no_round_two_prompt_carries_a_peers_name(loud_run):
             reasons_cut_by[author] += "[redacted]" in shown
     leaked = {k: v for k, v in prompts.items() if v}
     assert len(prompts) >= N_ITEMS * len(MODELS) * 4  # every row's prompts to its five judges, bar a few
+    assert len({k for k in prompts if k[0].split("::")[0] in graded}) >= len(prompts) // 3  # graded items' too
     assert not leaked, (f"{len(leaked)} of {len(prompts)} round-two prompts carry a peer's name",
                         sorted(leaked.items())[:5])
     # The per-member counts in summary.json are what the provider was shown, and survive a rescore.

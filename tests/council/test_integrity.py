@@ -21,7 +21,7 @@ import pytest
 import bank
 from council.cli import main
 from council.protocol.config import CouncilConfig, VendorSettings
-from council.protocol.prompts import PEER_LINE, decode_untrusted
+from council.protocol.prompts import PEER_LINE, SCALE_PEER_LINE, decode_untrusted
 from council.run.runner import RunRequest, run_council
 from council.sim import SimConfig, TruthTable, start_sim
 from council.sim._naming import PRODUCT
@@ -78,16 +78,18 @@ def sim_names_in(reason: str, author: str, others: Iterable[str]) -> list[str]:
     product words and model names as written), and the brand and family names of ``others``. An independent
     check of the council's anonymiser: it shares nothing with it but the text."""
     return _sim_pattern(author, tuple(sorted(set(others)))).findall(reason)
-# A peer's vote, one JSON object per line of the peers block (PEER_LINE); its reason encoded as shown.
-PEER_RE = re.compile("^" + re.escape(PEER_LINE.format(letter="\0L", verdict="\0V", reason="\0R"))
-                     .replace("\0L", '"(?P<letter>[A-Z])"').replace("\0V", '"(?P<verdict>correct|incorrect)"')
-                     .replace("\0R", r'(?P<reason>"(?:[^"\\]|\\.)*")') + "$", re.MULTILINE)
+# A peer's vote, one JSON object per line of the peers block (PEER_LINE, or SCALE_PEER_LINE for a graded
+# item); its reason encoded as shown.
+PEER_START = PEER_LINE.format(letter="\0", verdict="", reason="").split("\0")[0]
+assert PEER_START == SCALE_PEER_LINE.format(letter="\0", scores="", reason="").split("\0")[0]
 
 
 def peer_lines(body: str) -> list[dict[str, str]]:
-    """The peers' votes of a round-two item body: letter, verdict and the reason as the judge reads it."""
-    return [{"letter": m["letter"], "verdict": m["verdict"], "reason": decode_untrusted(json.loads(m["reason"]))}
-            for m in PEER_RE.finditer(body)]
+    """The peers' votes of a round-two item body: letter, verdict (None for a graded item's levels) and the
+    reason as the judge reads it."""
+    votes = [json.loads(line) for line in body.splitlines() if line.startswith(PEER_START)]
+    return [{"letter": v["member"], "verdict": v.get("verdict"), "reason": decode_untrusted(v["reason"])}
+            for v in votes]
 
 
 def write_inputs(tmp_path: Path, ids: dict[str, str], extra: list[dict] = (), n_items: int = N_ITEMS
