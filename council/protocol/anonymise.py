@@ -193,9 +193,10 @@ class Anonymiser:
 
 def self_identifies(text: str, model: str, vendor: str | None) -> bool:
     """Whether ``text``, written by ``model`` of ``vendor``, names its own model or vendor (any form the
-    :class:`Anonymiser` knows: ``I am GPT-4o``, ``as an OpenAI model``, ``ChatGPT here``)."""
-    own = canonical_vendor(vendor) if vendor and vendor.strip() else resolve_vendor(model)
-    return bool(_own_names(model, vendor).names_in(text, own))
+    :class:`Anonymiser` knows in anyone's text: ``I am GPT-4o``, ``as an OpenAI model``, ``ChatGPT here``). A
+    response's product words ("a haiku", "flash memory") are its answer's words, so the own words that
+    :meth:`Anonymiser.scrub` reads in a judge's own reason do not count here."""
+    return bool(_own_names(model, vendor).names_in(text))
 
 
 @lru_cache(maxsize=256)
