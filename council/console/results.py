@@ -84,6 +84,10 @@ def print_metrics(s: dict[str, Any]) -> None:
                           f"{_signed_points(d['value'])}  [{_signed_points(d['ci_low'])}, "
                           f"{_signed_points(d['ci_high'])}]"))
         facts.append(("effective independent judges", num(s.get("reliability_vs_truth", {}).get("effective_judges"))))
+    for audit in s.get("self_preference", {}).values():  # --shadow-self: its own family's wrong answers favoured
+        d = audit["self_preference"]
+        facts.append((f"self-preference of {audit['judge']}'s judge ({d['rows_own']} wrong answers of its own)",
+                      f"{_signed_points(d['value'])}  [{_signed_points(d['ci_low'])}, {_signed_points(d['ci_high'])}]"))
     pairs("deliberation and agreement", facts)
 
 

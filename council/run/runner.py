@@ -500,7 +500,8 @@ async def start_embedded(manifest: RunManifest, items: Iterable[BankItem], rows:
     answers given earlier, and its judges grade them against it rather than guess."""
     from council.sim import SimConfig, TruthTable, prime, start_sim
 
-    sim_config = SimConfig.model_validate(manifest.sim_config) if manifest.sim_config else SimConfig.planted(manifest.seed)
+    sim_config = (SimConfig.model_validate(manifest.sim_config) if manifest.sim_config
+                  else SimConfig.planted(manifest.seed))
     truth = TruthTable.from_rows(items, rows)
     prime(sim_config, truth, manifest.models)
     return await start_sim(sim_config, truth)

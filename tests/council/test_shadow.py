@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import bank
+from council.console.results import print_metrics
 from council.protocol.config import CouncilConfig
 from council.run.runner import RunRequest, run_council
 from council.sim import SimConfig
 from tests.council.test_end_to_end import lines, subset
 
 
-async def test_shadow_votes_are_recorded_never_counted_and_measure_leniency(tmp_path):
+async def test_shadow_votes_are_recorded_never_counted_and_measure_leniency(tmp_path, capsys):
     responses = subset(tmp_path, 60)
 
     async def grade(run_id, shadow):
@@ -40,6 +41,11 @@ async def test_shadow_votes_are_recorded_never_counted_and_measure_leniency(tmp_
         got = audit["self_preference"]
         assert got["ci_low"] <= expected <= got["ci_high"], (vendor, expected, got)
     assert sp["openai"]["self_preference"]["ci_low"] > 0.2 and sp["google"]["self_preference"]["ci_low"] > 0.2
+    capsys.readouterr()
+    print_metrics(audited.summary)  # the console shows each judge's figure with its interval
+    d = sp["openai"]["self_preference"]
+    assert (f"self-preference of openai's judge ({d['rows_own']} wrong answers of its own): {100 * d['value']:+.1f} pts"
+            in capsys.readouterr().out)
 
 
 async def test_a_noisy_judge_without_self_preference_is_not_read_as_favouring_its_family(tmp_path):
