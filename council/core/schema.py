@@ -197,7 +197,7 @@ class JudgeCallRecord(_Strict):
     batch_size: int = 1
     batch_rows: list[str] = Field(default_factory=list)  # a batched request's rows, by key order ([] alone)
     peer_letters: dict[str, str] = Field(default_factory=dict)
-    peers_scrubbed: dict[str, int] = Field(default_factory=dict)  # round two: letter -> names cut from that peer's reason
+    peers_scrubbed: dict[str, int] = Field(default_factory=dict)  # round two: letter -> names cut from its reason
     reused_from: str | None = None
     reserve: bool = False  # the member sat in as a reserve, for a seat self-exclusion emptied
     shadow: bool = False  # a --shadow-self vote of the row's own vendor: recorded, never counted
