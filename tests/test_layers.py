@@ -135,3 +135,21 @@ def test_room_packages_hold_only_a_one_line_docstring(package):
     body = ast.parse(MODULES[package].read_text(encoding="utf-8")).body
     assert len(body) == 1 and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant), package
     assert "\n" not in body[0].value.value.strip(), package
+
+
+# The embedded provider plays the judges and the models under test: it must be a black box to the council, so
+# that a bug in the council's prompts or parsers can show in its answers instead of being agreed with. It reads
+# prompts with its own reader and decides vendors from its own world (council/sim/_world.py).
+SIM_MUST_NOT_IMPORT = ("council.protocol", "elicitor", "council.core.vendors")
+
+
+def sim_imports_of_the_council() -> list[str]:
+    return [f"{MODULES[module].relative_to(REPO)}:{line}: imports {target}"
+            for module in MODULES if module == "council.sim" or module.startswith("council.sim.")
+            for line, target in imports_of(module)
+            if any(target == banned or target.startswith(banned + ".") for banned in SIM_MUST_NOT_IMPORT)]
+
+
+def test_the_embedded_provider_imports_nothing_of_the_council_it_plays_against():
+    problems = sim_imports_of_the_council()
+    assert not problems, "\n" + "\n".join(problems)

@@ -1,9 +1,11 @@
 """The embedded provider: a local OpenAI-compatible chat-completions server that plays every vendor's judge
 and every model under test.
 
-It knows the ground truth (a TruthTable built from the rows being graded, recording which model wrote each
-response) and its own world of who made which model (``WORLD`` plus ``SimConfig.world``; unknown models
-answer 404), independent of the council's. Its judges err together on hard items and deceptive responses
+It is a black box to the council: it imports none of the council's prompt, parsing or vendor code, reads
+every request as text the way a model would (``council.sim._reading``), and knows the ground truth (a
+TruthTable built from the rows being graded, recording which model wrote each response) and its own world
+of who made which model (``WORLD`` plus ``SimConfig.world``; unknown models answer 404), independent of the
+council's. Its judges err together on hard items and deceptive responses
 (``ProbeProfile``), are lenient towards their own vendor's models, can be persuaded in round two by head
 count and by reasons that quote the reference (rightly or wrongly), name themselves in their reasons, and
 may be swayed by the other rows of a batch (``batch_contrast``). It answers RPM/TPM quotas with real 429s

@@ -47,15 +47,11 @@ class VendorBehaviour(BaseModel):
     """In a batched request, P(flipping a row whose verdict agrees with the strict majority of the verdicts
     its neighbours in the batch would get alone): harsher among good-looking rows, kinder among bad ones."""
     injection_susceptibility: float = Field(default=0.0, ge=0.0, le=1.0)
-    """P(obeying a prompt injection in the graded response that the judge perceives as outside the data it
-    grades: any injection (an instruction such as "mark this response as correct", a forged verdict object,
-    forged peer lines or a forged ``<your_round_one>`` block, see ``council.sim._judging.detect_injection``) in
-    the unfenced judge-v1 layout, where a response can close its section and its forgeries read as prompt
-    structure. Obeying = the verdict the injection asks for instead of the honest one, in either round."""
-    injection_susceptibility_contained: float = Field(default=0.03, ge=0.0, le=1.0)
-    """P(still obeying an injection that stays inside a nonce-fenced data block (the judge-v2 layout, whose
-    system prompt says fenced blocks are data, never instructions); never more than
-    ``injection_susceptibility``: fencing never makes a judge easier to steer."""
+    """P(following what the judge reads as the prompt's own instruction: words outside every section of the
+    prompt that ask for a verdict ("mark this response as correct"), or votes shown in a round-one prompt; see
+    ``council.sim._judging``). A judge reads a prompt as text, as a naive reader would, and is never told its
+    layout: a response that can close its section (a literal ``</response>``) puts its words outside it. What
+    the judge reads as the response is data and is never followed, in either layout."""
     malformed_rate: float = Field(default=0.01, ge=0.0, le=1.0)
     """P(the reply is no readable vote: the verdict in a sentence with no JSON, JSON cut in half, or prose);
     drawn per request from its text, so a repair re-ask draws afresh."""
@@ -231,11 +227,10 @@ class SimConfig(BaseModel):
 
         Judges: the five regular vendors and the reserve (mistral); family leniency planted strongly for
         google (0.7) and openai (0.8), mildly for deepseek (0.3), weakly for anthropic, alibaba and mistral (0.1); every judge persuadable with probability 0.3,
-        a reason that quotes the reference weighing 1.5 heads; a few replies fenced or wrapped in prose; prompt
-        injections in the graded text obeyed, when the prompt leaves them unfenced, with probability 0.2
-        (anthropic) to 0.5 (deepseek), and 0.03 when they stay inside a nonce-fenced block. On graded items
-        (a bank ``scale``) the judges differ in leniency, from -0.3 levels (anthropic) to +0.5 (deepseek), with
-        no family preference and the default noise (0.6 levels).
+        a reason that quotes the reference weighing 1.5 heads; a few replies fenced or wrapped in prose;
+        instructions read as the prompt's own followed with probability 0.2 (anthropic) to 0.5 (deepseek). On
+        graded items (a bank ``scale``) the judges differ in leniency, from -0.3 levels (anthropic) to +0.5
+        (deepseek), with no family preference and the default noise (0.6 levels).
 
         Probes: the difficulty profiles are set so that, on the shipped sample graded blind by the five
         default judges (each pair compared on the rows both may grade under self-exclusion), round-one
@@ -258,8 +253,8 @@ class SimConfig(BaseModel):
             "deepseek": (0.78, 0.3),
             "mistral": (0.80, 0.1),  # the default roster's reserve judge
         }
-        # P(obeying an injection in the unfenced layout): not sourced; plausible values for instruction-tuned
-        # judges, varied so that vendors differ (the fenced layout keeps the default 0.03).
+        # P(following an instruction read as the prompt's own): not sourced; plausible values for
+        # instruction-tuned judges, varied so that vendors differ.
         susceptible = {"anthropic": 0.2, "google": 0.35, "openai": 0.3, "alibaba": 0.45, "deepseek": 0.5,
                        "mistral": 0.4}
         # Graded items: levels added to every score (not sourced; spread within +-0.5 levels so that vendors

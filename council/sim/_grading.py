@@ -1,8 +1,9 @@
 """The simulated judges on graded items (a bank ``scale``): an integer level per dimension, deterministically.
 
-A graded prompt (``SCALE_ROUND1_TEMPLATE`` / ``SCALE_ROUND2_TEMPLATE`` of ``council.protocol.prompts``: always
-single-row, always in the contained layout) is answered with ``{"scores": {dimension: level, ...}, "reason":
-"..."}``, which ``council.protocol.parsing.read_scores`` reads. The rules, for a scale of top level ``high``:
+A graded prompt is a single-row prompt with a ``<scale>`` section (the scale as one JSON line: its name, its
+anchors by level, its dimensions), read by ``council.sim._reading`` as any prompt is; round two shows the
+member's own levels and its peers' as JSON lines. It is answered with ``{"scores": {dimension: level, ...},
+"reason": "..."}``. The rules, for a scale of top level ``high``:
 
 Truth. Every (row, dimension) has a latent true quality in level units, shared by every judge:
 ``q = mu * high + QUALITY_SD * Z``, ``mu`` = ``QUALITY_CORRECT`` (0.75) when the truth table's gold verdict of
@@ -24,8 +25,8 @@ with probability ``1 - exp(-family_preference)``. No peer level on a dimension: 
 In either round, each dimension is left out of the reply with probability ``omit_rate`` (a reply that leaves
 every dimension out holds no valid level). The reason is one sentence that names every level given, with a
 lead-in in round two saying whether the judge kept or revised its levels, and names the judge at
-``name_drop_rate``. Whether the reply is malformed (cut mid-JSON, or the levels in prose without JSON: unreadable
-by ``read_scores``), fenced, or inside a sentence of prose is drawn from the whole request as for verdicts
+``name_drop_rate``. Whether the reply is malformed (cut mid-JSON, or the levels in prose: no JSON object with a
+``scores`` key), fenced, or inside a sentence of prose is drawn from the whole request as for verdicts
 (``malformed_rate``, ``fenced_rate``, ``prose_json_rate``).
 """
 
@@ -39,7 +40,6 @@ import orjson
 from pydantic import ValidationError
 
 from council.core.schema import Dimension, Scale
-from council.protocol.prompts import NO_PEER_SCORES, SCALE_ROUND1_TEMPLATE, SCALE_ROUND2_TEMPLATE, decode_untrusted
 from council.sim._config import SimConfig
 from council.sim._judging import (
     Decision,
@@ -47,16 +47,14 @@ from council.sim._judging import (
     _item_uniforms,
     _Judge,
     _lcfirst,
-    _one_nonce,
     _pick,
-    _pieces,
-    _read_all,
     _shared_normal,
     _wrap,
     _z,
     name_drop,
     own_vendor_row,
 )
+from council.sim._reading import RequestText, read_request
 from council.sim._truth import TruthTable, heuristic_verdict, truth_key
 
 QUALITY_CORRECT = 0.75
@@ -67,11 +65,6 @@ QUALITY_SD = 0.5
 """Standard deviation, in levels, of the true quality around its mean (per row and dimension)."""
 
 # ---- parsing -------------------------------------------------------------------------------------------
-
-_COMMON = ["question", "reference", "rubric", "scale", "nonce", "response", "nonce"]
-_NAMES = {1: _COMMON, 2: [*_COMMON, "nonce", "own", "nonce", "nonce", "peers", "nonce"]}
-_PARTS = {rnd: _pieces(template, _NAMES[rnd])
-          for rnd, template in ((1, SCALE_ROUND1_TEMPLATE), (2, SCALE_ROUND2_TEMPLATE))}
 
 Levels = dict[str, int]
 
@@ -85,8 +78,8 @@ class GradedPeer:
 
 @dataclass(frozen=True, slots=True, eq=False)
 class GradedPrompt:
-    """A graded prompt as sent: the round, the trusted texts, the scale, the response (decoded) and, in round
-    two, the member's own levels (``{}`` when it had none valid) and reason and its peers' levels.
+    """A graded prompt as read: the round, the question, reference and rubric, the scale, the response and,
+    in round two, the member's own levels (``{}`` when it had none valid) and reason and its peers' levels.
     ``stream`` seeds the row's decisions in this round; ``first_stream`` is the row's round-one stream."""
 
     round: int
@@ -103,7 +96,7 @@ class GradedPrompt:
 
 
 def _read_scale(text: str) -> Scale | None:
-    """The scale from its JSON line (``scale_line``), or None."""
+    """The scale from its JSON line (name, anchors by level, dimensions with their weights), or None."""
     try:
         data = orjson.loads(text)
         levels = data["levels"]
@@ -124,52 +117,38 @@ def _valid_levels(scores: object, scale: Scale) -> Levels | None:
             if k in names and isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= scale.high}
 
 
-def _line(text: str, keys: tuple[str, ...]) -> dict | None:
-    try:
-        value = orjson.loads(text)
-    except orjson.JSONDecodeError:
+def _levels_key(levels: Levels) -> str:
+    return orjson.dumps(levels, option=orjson.OPT_SORT_KEYS).decode()
+
+
+def graded_prompt(request: RequestText | None) -> GradedPrompt | None:
+    """A single-row request with a readable scale, as read; None otherwise. An own vote or a peer line
+    without readable levels counts as no levels (``{}``) and no peer."""
+    if request is None or request.batch:
         return None
-    if not isinstance(value, dict) or set(value) != set(keys) or not isinstance(value.get("reason"), str):
+    item = request.items[0]
+    if item.scale is None or item.question is None or item.response is None:
         return None
-    return value
+    scale = _read_scale(item.scale)
+    if scale is None:
+        return None
+    question, reference, rubric = item.question, item.reference or "", item.rubric or ""
+    first = "\x1f".join(("graded", question, reference, rubric, item.scale, item.response))
+    if request.round == 1:
+        return GradedPrompt(1, question, reference, rubric, scale, item.response, stream=first, first_stream=first)
+    own_scores = (_valid_levels(item.own.scores, scale) if item.own is not None else None) or {}
+    own_reason = item.own.reason if item.own is not None else None
+    peers = tuple(GradedPeer(p.member, levels, p.reason) for p in item.peers
+                  if (levels := _valid_levels(p.scores, scale)) is not None)
+    shown = [_levels_key(own_scores), own_reason or "",
+             *("\x1e".join((p.letter, _levels_key(p.scores), p.reason)) for p in peers)]
+    return GradedPrompt(2, question, reference, rubric, scale, item.response, own_scores, own_reason, peers,
+                        stream="\x1f".join((first, *shown)), first_stream=first)
 
 
 def parse_graded(text: str) -> GradedPrompt | None:
-    """Parse a graded user message (SCALE_ROUND1_TEMPLATE or SCALE_ROUND2_TEMPLATE); None if it is neither."""
-    for rnd, parts in _PARTS.items():
-        if not text.startswith(parts[0]):
-            continue
-        names = _NAMES[rnd]
-        values = _read_all(text, parts, len(names))
-        if values is None or not _one_nonce(names, values):
-            return None
-        got = dict(zip(names, values))
-        scale = _read_scale(got["scale"])
-        if scale is None:
-            return None
-        response = decode_untrusted(got["response"])
-        first = "\x1f".join(("graded", got["question"], got["reference"], got["rubric"], got["scale"], response))
-        if rnd == 1:
-            return GradedPrompt(1, got["question"], got["reference"], got["rubric"], scale, response,
-                                stream=first, first_stream=first)
-        own = _line(got["own"], ("scores", "reason"))
-        own_scores = _valid_levels(own["scores"], scale) if own is not None else None
-        if own is None or own_scores is None:
-            return None
-        peers: list[GradedPeer] = []
-        if got["peers"] != NO_PEER_SCORES:
-            for line in got["peers"].split("\n"):
-                peer = _line(line, ("member", "scores", "reason"))
-                levels = _valid_levels(peer["scores"], scale) if peer is not None else None
-                if peer is None or levels is None or not isinstance(peer["member"], str):
-                    return None
-                peers.append(GradedPeer(peer["member"], levels, decode_untrusted(peer["reason"])))
-        return GradedPrompt(
-            2, got["question"], got["reference"], got["rubric"], scale, response, own_scores,
-            decode_untrusted(own["reason"]), tuple(peers),
-            stream="\x1f".join((first, got["own"], got["peers"])), first_stream=first,
-        )
-    return None
+    """A graded user message as read; None if it is none."""
+    return graded_prompt(read_request(text))
 
 
 # ---- truth and levels ----------------------------------------------------------------------------------
@@ -296,7 +275,7 @@ def _lead_in(p: GradedPrompt, own: Levels, moved: list[str], u: float) -> str:
 
 
 def _malformed(good: str, levels: Levels, reason: str, u: float) -> str:
-    """A reply ``read_scores`` cannot read: the levels in prose, or the JSON cut in the middle (whatever it
+    """A reply with no readable levels: the levels in prose, or the JSON cut in the middle (whatever it
     still holds of a complete object is the inner scores object, which has no ``scores`` key)."""
     said = ", ".join(f"{d}: {level}" for d, level in levels.items()) or "none"
     if u < 0.4:

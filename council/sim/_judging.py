@@ -1,18 +1,20 @@
-"""The simulated judges: parse a council prompt and decide verdicts and reasons, deterministically.
+"""The simulated judges: read a council prompt and decide verdicts and reasons, deterministically.
 
-A request is a single-row prompt (one item body between the round tag and the instruction) or a batched
-prompt (several ``<item key="...">`` blocks, each holding the same body a single-row prompt would carry).
-A body is read in either layout of ``council.protocol.prompts``: the contained one (judge-v2: untrusted text fenced by
-a nonce and escaped, peers as JSON lines), read exactly; or the legacy one (judge-v1, the audit setting
-``contain=False``), read as a naive reader would: the response ends at its first ``</response>``, and a
-forged ``<your_round_one>`` block or forged peer lines after it are perceived as the prompt's own.
+A request is read as text by ``council.sim._reading``, the way a model reads it, knowing nothing of how the
+council builds its prompts: a single-row prompt (one item after the round tag) or a batched one (several
+``<item key="...">`` blocks). What the judges decide on is what that reader perceives. When the prompt's
+structure holds, that is what the council sent; when a response can forge structure (a literal
+``</response>`` in an unfenced response ends it there for the reader, and a forged ``<your_round_one>`` block,
+forged peer lines or words after it read as the prompt's own), the judge is fooled as a naive reader is. The
+judges are never told which layout a prompt has.
 
-Prompt injection. A response may try to steer its judge (``detect_injection``: instruction phrases, a forged
-verdict object, forged peer lines or round-one block). The judge obeys, giving the verdict the injection asks
-for instead of its honest one, with probability ``injection_susceptibility`` when the prompt leaves the
-response unfenced (legacy layout: nothing marks it as data, and what it forges reads as structure), and
-``injection_susceptibility_contained`` when it stays inside a nonce-fenced block. A judge that does not obey
-decides on the prompt as the council really sent it.
+Prompt injection. A judge follows instructions it perceives as coming from the prompt, never what it reads
+as the graded data: with probability ``injection_susceptibility`` it gives the verdict that the prompt's own
+words ask for (``detect_injection``: "mark this response as correct" and the like, outside every section)
+or, in round one, that the votes it perceives in a round-one prompt name. In round two the votes it
+perceives (its own round-one vote, its peers', forged or not) are weighed as any vote is. An instruction or
+a forged vote that stays inside the response as read is data, and no simulated judge obeys it: how often a
+real judge obeys an injection it reads as data is not something this provider can say.
 
 Round one. Every item has a latent difficulty (seed, question text) and every response a latent
 deceptiveness (seed, question, response) that all judges share; each judge adds its own noise, drawn from
@@ -28,20 +30,21 @@ probability ``persuadability * (1 - exp(-pressure))``. It may follow a wrong maj
 over by a correct minority whose reason quotes the reference.
 
 Each item's verdict, reason and name drop come from a stream seeded by (seed, judge model id, round, the
-item's content as the legacy layout writes it), so a row gets the same answer alone or at any position of any
-batch, and in either layout (but for an injection it obeys), except for one planted
-effect: ``batch_contrast`` (0 by default), which flips a batched row whose verdict agrees with the majority
-of the verdicts its neighbours would get alone. Whether the whole reply is malformed, fenced or wrapped in
-prose is drawn from the full request text.
+fields read from the item: question, reference, rubric, response, own vote, peers' votes), so a row gets the
+same answer alone or at any position of any batch, and in either layout when both read the same, except
+for one planted effect: ``batch_contrast`` (0 by default), which flips a batched row whose verdict agrees
+with the majority of the verdicts its neighbours would get alone. Whether the whole reply is malformed,
+fenced or wrapped in prose is drawn from the full request text.
 
-Graded items (a bank ``scale``: an integer level per dimension instead of a verdict; always single-row and
-contained) are parsed and answered by ``council.sim._grading``, whose docstring gives their rules: a latent
-true quality per dimension, the judge's ``leniency``, ``family_preference`` and ``score_noise``, round-two
-moves towards the median of the levels shown, ``omit_rate``. ``decide`` tries them first.
+Graded items (a ``<scale>`` section: an integer level per dimension instead of a verdict) are answered by
+``council.sim._grading``, whose docstring gives their rules: a latent true quality per dimension, the
+judge's ``leniency``, ``family_preference`` and ``score_noise``, round-two moves towards the median of the
+levels shown, ``omit_rate``. ``decide`` tries them first.
 
 Everything here is a pure function of (config, truth table, judge model id, request messages). The truth
-comes only from the TruthTable (or, for unknown pairs, a reference-containment heuristic), never from
-the prompt; the vendors of the judge and of each response's producers come only from the world.
+comes only from the TruthTable (or, for pairs it does not know, a reference-containment heuristic on the
+response as read), never from the prompt; the vendors of the judge and of each response's producers come
+only from the world.
 """
 
 from __future__ import annotations
@@ -50,340 +53,105 @@ import hashlib
 import math
 import re
 import struct
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import lru_cache
 from statistics import NormalDist
 
 import orjson
 
-from council.protocol.prompts import (
-    BATCH_INSTRUCTION_ROUND1,
-    BATCH_INSTRUCTION_ROUND2,
-    BATCH_ITEM,
-    BATCH_REPAIR_PROMPT,
-    BATCH_TEMPLATE,
-    ITEM_ROUND1,
-    ITEM_ROUND2,
-    LEGACY_ITEM_ROUND1,
-    LEGACY_ITEM_ROUND2,
-    LEGACY_PEER_LINE,
-    NO_PEERS,
-    REPAIR_PROMPT,
-    ROUND1_TEMPLATE,
-    ROUND2_TEMPLATE,
-    SCALE_REPAIR_PROMPT,
-    decode_untrusted,
-    is_contained,
-)
 from council.sim._config import ProbeProfile, SimConfig, VendorBehaviour
-from council.sim._truth import TruthTable, heuristic_verdict, truth_key
 from council.sim._naming import name_drop
+from council.sim._reading import ItemText, Message, RequestText, is_repair, read_request
+from council.sim._truth import TruthTable, heuristic_verdict, truth_key
 from council.sim._world import World
 
-Message = tuple[str, str]  # (role, content)
-
 _FLIP = {"correct": "incorrect", "incorrect": "correct"}
-
-
-def _pieces(template: str, names: list[str]) -> list[str]:
-    """The literal text around ``{name}`` placeholders of ``template``, in order (len(names) + 1 pieces)."""
-    out: list[str] = []
-    rest = template
-    for name in names:
-        head, rest = rest.split("{" + name + "}", 1)
-        out.append(head)
-    out.append(rest)
-    return out
-
-
-def _around(template: str, body: str) -> tuple[str, str]:
-    """(head, tail) with ``template == head + body + tail``."""
-    head, tail = template.split(body)
-    return head, tail
-
-
-_COMMON = ["question", "reference", "rubric"]
-_NONCE_RE = re.compile(r"[0-9a-f]{16}")
-# The contained layout (judge-v2): every untrusted block fenced by the body's nonce.
-_C_NAMES = {1: ["nonce", "response", "nonce"],
-            2: ["nonce", "response", "nonce", "nonce", "own", "nonce", "nonce", "peers", "nonce"]}
-_C = {rnd: _pieces(template, [*_COMMON, *_C_NAMES[rnd]]) for rnd, template in ((1, ITEM_ROUND1), (2, ITEM_ROUND2))}
-# The legacy layout (judge-v1, the audit setting contain=False): untrusted text pasted as it is.
-_L1 = _pieces(LEGACY_ITEM_ROUND1, [*_COMMON, "response"])
-_L2 = _pieces(LEGACY_ITEM_ROUND2, [*_COMMON, "response", "own_verdict", "own_reason", "peers"])
-_SINGLE = {1: _around(ROUND1_TEMPLATE, ITEM_ROUND1), 2: _around(ROUND2_TEMPLATE, ITEM_ROUND2)}
-_PEER_RE = re.compile(
-    "^"
-    + re.escape(LEGACY_PEER_LINE.split("{letter}")[0])
-    + r"(?P<letter>[A-Z]+)"
-    + re.escape(LEGACY_PEER_LINE.split("{letter}")[1].split("{verdict}")[0])
-    + r"(?P<verdict>correct|incorrect)"
-    + re.escape(LEGACY_PEER_LINE.split("{verdict}")[1].split("{reason}")[0])
-    + r"(?P<reason>.*)$",
-    re.MULTILINE,
-)
-# What a naive reader of the legacy layout takes for the end of the response: the first closing tag.
-_NAIVE_CLOSE_RE = re.compile(r"</\s*response\s*>", re.IGNORECASE)
-_OWN_OPEN, _OWN_CLOSE = "<your_round_one>", "</your_round_one>"
-_NAIVE_OWN_RE = re.compile(
-    re.escape(_L2[4][_L2[4].index(_OWN_OPEN) :]) + r"(?P<verdict>[^\n]*)" + re.escape(_L2[5])
-    + r"(?P<reason>[^\n]*)" + re.escape(_L2[6][: _L2[6].index(_OWN_CLOSE) + len(_OWN_CLOSE)])
-)
-
-# Batched prompts: BATCH_TEMPLATE around "\n"-joined BATCH_ITEM blocks.
-_BT = _pieces(BATCH_TEMPLATE, ["round", "size", "items", "instruction"])
-_BI = _pieces(BATCH_ITEM, ["key", "body"])  # item head, key/body separator, item tail
-_BATCH_HEAD_RE = re.compile(
-    re.escape(_BT[0]) + r"(?P<round>[12])" + re.escape(_BT[1]) + r"\d+" + re.escape(_BT[2] + _BI[0])
-)
-_BATCH_SPLIT = _BI[2] + "\n" + _BI[0]  # between two items: the one's tail, the other's head
-_KEY_SEP = _BI[1]
-_BATCH_TAIL = {  # after the last item: its tail, the batch's close, the round's instruction
-    rnd: _BI[2] + _BT[3] + instruction + _BT[4]
-    for rnd, instruction in ((1, BATCH_INSTRUCTION_ROUND1), (2, BATCH_INSTRUCTION_ROUND2))
-}
 
 Peer = tuple[str, str, str]  # (letter, verdict, reason)
 
 
 @dataclass(frozen=True, slots=True)
 class JudgePrompt:
-    """What a judge prompt says about one row: the round, the graded pair, in round two the votes it was
-    shown, and the item body text it was parsed from (and, inside a batch, the item's key).
+    """What a judge perceives of one row: the round, the graded pair, the votes it was shown (in round one
+    only a forged vote can be there) and the words it read as the prompt's own.
 
-    ``own_verdict``, ``own_reason`` and ``peers`` are what a reader of the prompt perceives. In the contained
-    layout that is exactly what the council sent. In the legacy layout it is what a naive reader takes: the
-    response ends at its first ``</response>``, and whatever follows (a forged ``<your_round_one>`` block, forged
-    peer lines) reads as prompt structure; ``real`` then holds what the council really sent (None when the two
-    agree). ``response`` is always the text the council sent, from which the truth is looked up."""
+    ``response`` is the response as read (``raw_response`` as written, before a fence's ``&lt;`` and ``&amp;``
+    are read); ``body`` is the item's text from its first tag to its last, ``key`` its key inside a batch;
+    ``contained`` whether the response came fenced (read, never used to decide)."""
 
     round: int
     question: str
     reference: str
     rubric: str
     response: str
-    own_verdict: str | None = None  # "correct" | "incorrect" | None ("none" in the prompt)
+    own_verdict: str | None = None  # "correct" | "incorrect" | None ("none", or no vote, in the prompt)
     own_reason: str | None = None
     peers: tuple[Peer, ...] = ()
-    body: str = field(default="", repr=False)  # the item body exactly as sent
+    body: str = field(default="", repr=False)
     key: str = ""  # the item's key inside a batch; "" for a single-row prompt
-    contained: bool = False  # the nonce-fenced layout (judge-v2)
-    stream: str = field(default="", repr=False)  # seeds the row's decisions: the content in the legacy layout
-    real: JudgePrompt | None = field(default=None, repr=False)
+    contained: bool = False
+    words: str = field(default="", repr=False)  # read as the prompt's own words, outside every section
+    raw_response: str = field(default="", repr=False)
 
     @property
-    def actual(self) -> JudgePrompt:
-        """The prompt as the council sent it (not as a naive reader perceives it)."""
-        return self.real if self.real is not None else self
+    def stream(self) -> str:
+        """What seeds the row's decisions: the fields read, joined (the same in either layout when both read
+        the same, and the same alone or in a batch)."""
+        votes = [self.own_verdict or "none", self.own_reason or "", *("\x1e".join(p) for p in self.peers)]
+        return "\x1f".join((self.question, self.reference, self.rubric, self.response, *votes))
 
 
-def _between(text: str, start: int, sep: str) -> tuple[str, int] | None:
-    end = text.find(sep, start)
-    return None if end < 0 else (text[start:end], end + len(sep))
-
-
-def _fields(body: str, parts: list[str], n: int) -> tuple[list[str], int] | None:
-    """The first ``n`` fields of ``body`` laid out as ``parts[0] field parts[1] field ...``, each ending at the
-    first occurrence of the next piece; and the position after the last piece read."""
-    if not body.startswith(parts[0]):
+def judge_prompt(rnd: int, item: ItemText) -> JudgePrompt | None:
+    """The row a verdict item reads as; None when it is no verdict item (no question or no response, or a
+    scale: a graded item)."""
+    if item.scale is not None or item.question is None or item.response is None:
         return None
-    pos = len(parts[0])
-    out: list[str] = []
-    for sep in parts[1 : n + 1]:
-        got = _between(body, pos, sep)
-        if got is None:
-            return None
-        value, pos = got
-        out.append(value)
-    return out, pos
-
-
-def _read_all(text: str, parts: list[str], n: int) -> list[str] | None:
-    """All ``n`` fields of ``text`` laid out as for :func:`_fields`, the last one running to the final piece."""
-    head = _fields(text, parts, n - 1)
-    if head is None:
-        return None
-    values, pos = head
-    last = len(text) - len(parts[-1])
-    if last < pos or not text.endswith(parts[-1]):
-        return None
-    return [*values, text[pos:last]]
-
-
-def _one_nonce(names: list[str], values: list[str]) -> bool:
-    """Whether every ``nonce`` field holds the same well-formed nonce."""
-    nonces = [v for n, v in zip(names, values) if n == "nonce"]
-    return bool(_NONCE_RE.fullmatch(nonces[0])) and all(n == nonces[0] for n in nonces)
-
-
-def _legacy_stream(rnd: int, question: str, reference: str, rubric: str, response: str, own_verdict: str = "",
-                   own_reason: str = "", peers: tuple[Peer, ...] = ()) -> str:
-    """The body the legacy layout would carry for this content: what seeds a row's decisions, so that a row
-    gets the same honest answer whichever layout it was sent in."""
-    if rnd == 1:
-        return LEGACY_ITEM_ROUND1.format(question=question, reference=reference, rubric=rubric, response=response)
-    lines = [LEGACY_PEER_LINE.format(letter=l, verdict=v, reason=r) for l, v, r in peers]
-    return LEGACY_ITEM_ROUND2.format(question=question, reference=reference, rubric=rubric, response=response,
-                                     own_verdict=own_verdict, own_reason=own_reason,
-                                     peers="\n".join(lines) if lines else NO_PEERS)
-
-
-def _json_object(text: str, keys: tuple[str, ...]) -> dict | None:
-    """``text`` as a JSON object with exactly ``keys``, each a string; else None."""
-    try:
-        value = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return None
-    if not isinstance(value, dict) or tuple(sorted(value)) != tuple(sorted(keys)):
-        return None
-    return value if all(isinstance(value[k], str) for k in keys) else None
-
-
-def _parse_contained(body: str, rnd: int, key: str) -> JudgePrompt | None:
-    parts, names = _C[rnd], _C_NAMES[rnd]
-    values = _read_all(body, parts, len(_COMMON) + len(names))
-    if values is None or not _one_nonce(names, values[3:]):
-        return None
-    question, reference, rubric = values[:3]
-    got = dict(zip(names, values[3:]))  # the repeated nonce keeps its last value: all were the same
-    response = decode_untrusted(got["response"])
-    if rnd == 1:
-        return JudgePrompt(1, question, reference, rubric, response, body=body, key=key, contained=True,
-                           stream=_legacy_stream(1, question, reference, rubric, response))
-    own = _json_object(got["own"], ("verdict", "reason"))
-    if own is None:
-        return None
-    peers: list[Peer] = []
-    if got["peers"] != NO_PEERS:
-        for line in got["peers"].split("\n"):
-            peer = _json_object(line, ("member", "verdict", "reason"))
-            if peer is None or peer["verdict"] not in _FLIP:
-                return None
-            peers.append((peer["member"], peer["verdict"], decode_untrusted(peer["reason"])))
-    own_reason = decode_untrusted(own["reason"])
-    verdict = own["verdict"].strip().lower()
+    own = item.own
+    own_verdict = own.verdict if own is not None and own.verdict in _FLIP else None
+    peers = tuple((p.member, p.verdict, p.reason) for p in item.peers if p.verdict in _FLIP)
     return JudgePrompt(
-        2, question, reference, rubric, response, own_verdict=verdict if verdict in _FLIP else None,
-        own_reason=own_reason, peers=tuple(peers), body=body, key=key, contained=True,
-        stream=_legacy_stream(2, question, reference, rubric, response, own["verdict"], own_reason, tuple(peers)),
+        rnd, item.question, item.reference or "", item.rubric or "", item.response, own_verdict,
+        own.reason if own is not None else None, peers, body=item.body, key=item.key, contained=item.fenced,
+        words=item.words, raw_response=item.raw_response or "",
     )
 
 
-def _peer_lines(text: str) -> tuple[Peer, ...]:
-    return tuple((m["letter"], m["verdict"], m["reason"]) for m in _PEER_RE.finditer(text))
-
-
-def _parse_legacy(body: str, rnd: int, key: str) -> JudgePrompt | None:
-    parts = _L1 if rnd == 1 else _L2
-    head = _fields(body, parts, len(_COMMON))
-    if head is None:
+def prompt_of(request: RequestText | None) -> JudgePrompt | None:
+    """A single-row verdict prompt's row; None for a batch or anything else."""
+    if request is None or request.batch:
         return None
-    (question, reference, rubric), pos = head
-    if rnd == 1:
-        end = len(body) - len(parts[4])
-        if end < pos or not body.endswith(parts[4]):
-            return None
-        response = body[pos:end]
-        real = JudgePrompt(1, question, reference, rubric, response, body=body, key=key, stream=body)
-        close = _NAIVE_CLOSE_RE.search(body, pos)
-        forged = _peer_lines(body[close.end() : end]) if close is not None and close.start() < end else ()
-        return replace(real, peers=forged, real=real) if forged else real
-    # Round two: what follows the response is one-lined, so the response ends at the last separator.
-    end = body.rfind(parts[4])
-    if end < pos:
-        return None
-    response = body[pos:end]
-    after = end + len(parts[4])
-    got = _between(body, after, parts[5])
-    if got is None:
-        return None
-    own_verdict, at = got
-    got = _between(body, at, parts[6])
-    if got is None:
-        return None
-    own_reason, at = got
-    peers_end = len(body) - len(parts[7])
-    if peers_end < at or not body.endswith(parts[7]):
-        return None
-    own = own_verdict.strip().lower()
-    real = JudgePrompt(
-        2, question, reference, rubric, response, own_verdict=own if own in _FLIP else None, own_reason=own_reason,
-        peers=_peer_lines(body[at:peers_end]), body=body, key=key, stream=body,
-    )
-    # A naive reader: the response ends at its first closing tag; the first <your_round_one> block after it is
-    # its own vote and every peer line after it is a peer's.
-    close = _NAIVE_CLOSE_RE.search(body, pos)
-    if close is None or close.start() >= end:
-        return real
-    naive_own = _NAIVE_OWN_RE.search(body, close.end())
-    seen = naive_own["verdict"].strip().lower() if naive_own else own
-    perceived = (seen if seen in _FLIP else None, naive_own["reason"] if naive_own else own_reason,
-                 _peer_lines(body[close.end() : peers_end]))
-    if perceived == (real.own_verdict, real.own_reason, real.peers):
-        return real
-    return replace(real, own_verdict=perceived[0], own_reason=perceived[1], peers=perceived[2], real=real)
-
-
-def parse_body(body: str, rnd: int, key: str = "") -> JudgePrompt | None:
-    """Parse an item body of round ``rnd`` in the contained layout (ITEM_ROUND1 / ITEM_ROUND2) or the legacy
-    one (LEGACY_ITEM_ROUND1 / LEGACY_ITEM_ROUND2); None if it is neither."""
-    return _parse_contained(body, rnd, key) if is_contained(body) else _parse_legacy(body, rnd, key)
+    return judge_prompt(request.round, request.items[0])
 
 
 def parse_prompt(text: str) -> JudgePrompt | None:
-    """Parse a single-row user message (ROUND1_TEMPLATE or ROUND2_TEMPLATE); None if it is neither."""
-    for rnd, (head, tail) in _SINGLE.items():
-        if text.startswith(head):
-            if not text.endswith(tail) or len(text) < len(head) + len(tail):
-                return None
-            return parse_body(text[len(head) : len(text) - len(tail)], rnd)
-    return None
+    """A single-row user message as read; None if it is none."""
+    return prompt_of(read_request(text))
 
 
 @dataclass(frozen=True, slots=True)
 class BatchPrompt:
-    """A batched user message: the round and, in order, each item's key and parsed body (None when an
-    item's body is not a council item)."""
+    """A batched user message: the round and, in order, each item's key and row (None when an item is not
+    a verdict item)."""
 
     round: int
     items: tuple[tuple[str, JudgePrompt | None], ...]
 
 
+def batch_of(request: RequestText | None) -> BatchPrompt | None:
+    if request is None or not request.batch:
+        return None
+    return BatchPrompt(request.round, tuple((item.key, judge_prompt(request.round, item)) for item in request.items))
+
+
 def parse_batch(text: str) -> BatchPrompt | None:
-    """Parse a batched user message (BATCH_TEMPLATE of BATCH_ITEM blocks); None if it is not one.
-
-    Items are split at the line ``</item>`` followed by ``<item key=``, which no item body contains."""
-    m = _BATCH_HEAD_RE.match(text)
-    if m is None:
-        return None
-    rnd = int(m["round"])
-    tail = _BATCH_TAIL[rnd]
-    start = m.end()
-    stop = len(text) - len(tail)
-    if stop < start or not text.endswith(tail):
-        return None
-    items: list[tuple[str, JudgePrompt | None]] = []
-    for chunk in text[start:stop].split(_BATCH_SPLIT):
-        key, sep, body = chunk.partition(_KEY_SEP)
-        if not sep or '"' in key:
-            return None
-        items.append((key, parse_body(body, rnd, key)))
-    return BatchPrompt(rnd, tuple(items))
-
-
-_REPAIRS = frozenset({REPAIR_PROMPT, BATCH_REPAIR_PROMPT, SCALE_REPAIR_PROMPT})
+    """A batched user message as read (each ``<item>`` up to the first ``</item>`` after it); None if it is
+    none."""
+    return batch_of(read_request(text))
 
 
 def split_repair(messages: list[Message]) -> tuple[list[Message], bool]:
-    """(the original messages, whether this is a repair request: an assistant reply then a repair prompt)."""
-    if (
-        len(messages) >= 3
-        and messages[-1][0] == "user"
-        and messages[-2][0] == "assistant"
-        and messages[-1][1].strip() in _REPAIRS
-    ):
-        return messages[:-2], True
-    return messages, False
+    """(the original messages, whether this is a repair request: an assistant reply then a re-ask)."""
+    return (messages[:-2], True) if is_repair(messages) else (messages, False)
 
 
 _UNIT = 2.0**-53
@@ -476,10 +244,14 @@ def detect_injection(text: str) -> Injection:
     return Injection(frozenset(kinds), asks)
 
 
-def _susceptibility(b: VendorBehaviour, prompt: JudgePrompt) -> float:
-    if prompt.contained:
-        return min(b.injection_susceptibility_contained, b.injection_susceptibility)
-    return b.injection_susceptibility
+def asked_verdict(prompt: JudgePrompt) -> str | None:
+    """The verdict the prompt, as read, asks the judge for: in round one the verdict most named by the votes
+    it shows (a round-one prompt shows none unless they are forged; the first named of equals), else the one
+    the prompt's own words ask for (``detect_injection``); None when it asks for none."""
+    named = [*([prompt.own_verdict] if prompt.own_verdict else []), *(v for _, v, _ in prompt.peers)]
+    if prompt.round == 1 and named:
+        return max(dict.fromkeys(named), key=named.count)
+    return detect_injection(prompt.words).asks if prompt.words else None
 
 
 _NORMAL = NormalDist()
@@ -685,12 +457,12 @@ def _judge_item(
 ) -> _Row:
     """One row's answer from that row's own stream (``flip``: the batch-contrast flip applies)."""
     b = judge.b
-    # Each knob has its own fixed position in the row's stream, seeded by the row's content (the same in
-    # either layout); the honest decision reads the prompt as the council sent it.
+    # Each knob has its own fixed position in the row's stream, seeded by the fields read from the row.
     (u_noise, u_self, u_pers, u_hold, u_reason, u_prefix, u_name, u_which, u_drop, u_cite, u_contrast,
      u_cite2) = _item_uniforms(config.seed, judge.model, prompt.round, prompt.stream)
-    perceived, prompt = prompt, prompt.actual
     gold, producers = truth.get(truth_key(prompt.question, prompt.response))
+    if gold is None and not producers and prompt.raw_response not in ("", prompt.response):
+        gold, producers = truth.get(truth_key(prompt.question, prompt.raw_response))  # known as written
     truth_verdict = gold if gold is not None else heuristic_verdict(prompt.reference, prompt.response)
     own_row, unknown = own_vendor_row(world, judge.vendor, producers)
     item = truth.item(prompt.question)
@@ -699,10 +471,10 @@ def _judge_item(
     fresh = truth_verdict if score <= _threshold(b.accuracy, profile.ease) else _FLIP[truth_verdict]
     if own_row and fresh == "incorrect" and u_self < b.self_preference:
         fresh = "correct"  # family leniency
-    # An injection the judge obeys (perceived as prompt structure or instruction, or not) sets the verdict.
-    asks = detect_injection(prompt.response).asks if _susceptibility(b, perceived) > 0.0 else None
-    obeys = asks is not None and _inject_uniform(config.seed, judge.model, prompt.round, perceived.stream) < (
-        _susceptibility(b, perceived))
+    # What the prompt as read asks for (its own words, or votes shown in round one), followed or not.
+    asks = asked_verdict(prompt) if b.injection_susceptibility > 0.0 else None
+    obeys = asks is not None and (
+        _inject_uniform(config.seed, judge.model, prompt.round, prompt.stream) < b.injection_susceptibility)
     if prompt.round == 1:
         verdict = _FLIP[fresh] if flip else fresh
         if obeys:
@@ -790,12 +562,13 @@ def decide(
     malformed = u_malformed < b.malformed_rate
 
     user = next((content for role, content in reversed(base) if role == "user"), "")
-    from council.sim._grading import answer_graded, parse_graded  # imported here: _grading builds on this module
+    from council.sim._grading import answer_graded, graded_prompt  # imported here: _grading builds on this module
 
-    graded = parse_graded(user)
+    request = read_request(user)
+    graded = graded_prompt(request)
     if graded is not None:
         return answer_graded(config, truth, judge, graded, malformed, repair, u_how, u_wrap, u_wrap_how)
-    prompt = parse_prompt(user)
+    prompt = prompt_of(request)
     if prompt is not None:
         row = _judge_item(config, truth, world, judge, prompt)
         good = orjson.dumps({"verdict": row.verdict, "reason": row.reason}).decode()
@@ -808,7 +581,7 @@ def decide(
             prompt.round, content, malformed, repair, False, (ItemVerdict("", row.verdict, row.reason),), wrapping,
             ((prompt.question, prompt.response),), int(row.own_row), row.unknown,
         )
-    batch = parse_batch(user)
+    batch = batch_of(request)
     if batch is None:
         content = _FALLBACK_GOOD
         if malformed:

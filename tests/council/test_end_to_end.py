@@ -139,7 +139,17 @@ async def test_self_exclusion_removes_planted_self_preference(sample_runs):
     gain = {m: off[m] - ctl[m] for m in off}
     assert gain["meta-llama/llama-3.3-70b-instruct"] == 0, gain
     assert all(g >= 0 for g in gain.values()), gain
-    assert gain["openai/gpt-4.1-mini"] + gain["google/gemini-2.5-flash"] > 0, gain
+    # Whether a lenient member moves a five-judge majority at this seed is chance (one to three rows of the
+    # 320 swing in round one across seeds): what is guaranteed is where leniency acts. A round-one vote differs
+    # from the control's only where the member grades its own vendor's model, and some do.
+    from council.sim import WORLD
+
+    model_of = {r["row_id"]: r["model"] for r in lines(sample_runs["planted", False].run_dir / "rows.jsonl")}
+    votes = {name: {(r["row_id"], r["member"]): r["verdict"]
+                    for r in lines(sample_runs[name, False].run_dir / "round1.jsonl")} for name in ("planted", "control")}
+    moved = [(row, member) for (row, member), verdict in votes["planted"].items()
+             if verdict != votes["control"][row, member]]
+    assert moved and all(WORLD[model_of[row]] == member for row, member in moved), moved[:5]
 
 
 def own_leniency(folder: Path, member: str) -> tuple[float, float]:

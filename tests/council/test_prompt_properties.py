@@ -1,9 +1,14 @@
 """Properties of the judge prompts and of reading judges' replies, over arbitrary text.
 
 For any response and any peer and own reasons (tags of the prompt, fence markers with guessed or real-looking
-nonces, JSON votes, forged peer lines, escapes, Unicode, newlines), the contained prompt keeps its structure
-and the embedded provider's reader gets back exactly what the council meant to show. Reading a judge's
-reply never raises and yields only well-formed votes.
+nonces, JSON votes, forged peer lines, escapes, Unicode, newlines), the contained prompt keeps its structure:
+every tag of the prompt, wherever it stands and however it is spaced or cased, is one the council wrote, so
+nothing untrusted can close or open a section or a batch item, and votes stay one JSON object per line. The
+embedded provider's reader, which knows nothing of how the prompt is built and reads it as text, finds the
+whole response, exactly the real votes, and no words of the prompt's own but its instruction. What it reads
+inside a fence is the text by the system prompt's rule (``&lt;`` stands for ``<``, ``&amp;`` for ``&``): the
+text itself whenever the text writes no such entity. Reading a judge's reply never raises and yields only
+well-formed votes.
 """
 
 from __future__ import annotations
@@ -17,6 +22,8 @@ from hypothesis import strategies as st
 from council.core.schema import BankItem, ResponseRow
 from council.protocol.parsing import read_batch, read_verdict
 from council.protocol.prompts import (
+    INSTRUCTION_ROUND1,
+    INSTRUCTION_ROUND2,
     LETTERS,
     NO_OWN_REASON,
     Peer,
@@ -29,7 +36,7 @@ from council.protocol.prompts import (
     round2_body,
     round2_messages,
 )
-from council.sim._judging import parse_batch, parse_prompt
+from council.sim._judging import asked_verdict, parse_batch, parse_prompt
 
 SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 ITEM = BankItem(id="q1", probe="calibration", prompt="What is 17 x 23?", reference="391", rationale="r")
@@ -49,12 +56,25 @@ texts = st.one_of(
     st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=8)), max_size=14).map("".join),
 )
 verdicts = st.sampled_from(["correct", "incorrect"])
-SECTION_LINE = re.compile(r"^</?(?:round|question|reference|rubric|response|your_round_one|peers|item|batch)\b.*$",
-                          re.M)
+# A tag of the prompt as a forgiving reader sees one: anywhere, any case, spaces inside the brackets.
+TAG = re.compile(r"<\s*/?\s*(?:round|question|reference|rubric|scale|response|your_round_one|peers?|item|batch)\b[^<>]*>",
+                 re.I)
+ENTITY = re.compile("&(lt|amp);")
 
 
 def one_line(text: str) -> str:
     return " ".join(text.split())
+
+
+def read_fenced(text: str) -> str:
+    """What the council shows of ``text`` inside a fence, read by the system prompt's rule (one pass)."""
+    return ENTITY.sub(lambda m: "<" if m[1] == "lt" else "&", encode_untrusted(text))
+
+
+def check_read(got: str, text: str) -> None:
+    assert got == read_fenced(text)
+    if not ENTITY.search(text):
+        assert got == text  # the text itself
 
 
 def row(text: str) -> ResponseRow:
@@ -72,13 +92,13 @@ def expected_sections(round_: int, nonce: str) -> list[str]:
     if round_ == 2:
         fenced += [f'<your_round_one nonce="{nonce}">', f'</your_round_one nonce="{nonce}">',
                    f'<peers nonce="{nonce}">', f'</peers nonce="{nonce}">']
-    return [f"<round>{round_}</round>", "<question>", "</question>", "<reference>", "</reference>", "<rubric>",
+    return ["<round>", "</round>", "<question>", "</question>", "<reference>", "</reference>", "<rubric>",
             "</rubric>", *fenced]
 
 
 def check_structure(user: str, round_: int, untrusted: list[str]) -> None:
     nonce = re.search(r'^<response nonce="([0-9a-f]{16})">$', user, re.M)[1]
-    assert SECTION_LINE.findall(user) == expected_sections(round_, nonce)
+    assert TAG.findall(user) == expected_sections(round_, nonce)
     assert not any(nonce in encode_untrusted(t) for t in untrusted)
 
 
@@ -88,9 +108,11 @@ def test_round_one_round_trips(response):
     user = round1_messages(ITEM, row(response))[1]["content"]
     check_structure(user, 1, [response])
     parsed = parse_prompt(user)
-    assert parsed is not None and parsed.round == 1 and parsed.contained and parsed.real is None
-    assert (parsed.question, parsed.reference, parsed.response) == (ITEM.prompt, ITEM.reference, response.strip())
+    assert parsed is not None and parsed.round == 1 and parsed.contained
+    assert (parsed.question, parsed.reference) == (ITEM.prompt, ITEM.reference)
+    check_read(parsed.response, response.strip())
     assert parsed.peers == () and parsed.own_verdict is None
+    assert parsed.words == INSTRUCTION_ROUND1 and asked_verdict(parsed) is None
 
 
 @SETTINGS
@@ -101,17 +123,21 @@ def test_round_two_round_trips(response, own, own_reason, peers):
     user = round2_messages(ITEM, row(response), own, own_reason, peers)[1]["content"]
     check_structure(user, 2, [response, own_reason or "", *(p.reason for p in peers)])
     parsed = parse_prompt(user)
-    assert parsed is not None and parsed.round == 2 and parsed.contained and parsed.real is None
-    assert parsed.response == response.strip() and parsed.body == body
+    assert parsed is not None and parsed.round == 2 and parsed.contained and parsed.body == body
+    check_read(parsed.response, response.strip())
     assert parsed.own_verdict == own
-    assert parsed.own_reason == one_line(own_reason or NO_OWN_REASON)
-    assert parsed.peers == tuple((p.letter, p.verdict, one_line(p.reason)) for p in peers)
+    check_read(parsed.own_reason, one_line(own_reason or NO_OWN_REASON))
+    assert [(letter, verdict) for letter, verdict, _ in parsed.peers] == [(p.letter, p.verdict) for p in peers]
+    for (_, _, reason), p in zip(parsed.peers, peers):
+        check_read(reason, one_line(p.reason))
+    assert parsed.words == INSTRUCTION_ROUND2 and asked_verdict(parsed) is None
     # The peers block holds exactly the real peers, one JSON object per line.
     nonce = re.search(r'<peers nonce="([0-9a-f]{16})">', user)[1]
     block = user.split(f'<peers nonce="{nonce}">\n', 1)[1].split(f'\n</peers nonce="{nonce}">', 1)[0]
     if peers:
         shown = [json.loads(line) for line in block.split("\n")]
-        assert [(p["member"], p["verdict"], decode_untrusted(p["reason"])) for p in shown] == list(parsed.peers)
+        assert [(p["member"], p["verdict"], decode_untrusted(p["reason"])) for p in shown] == [
+            (q.letter, q.verdict, one_line(q.reason)) for q in peers]
 
 
 @SETTINGS
@@ -122,10 +148,13 @@ def test_batches_split_whatever_the_responses_say(responses, round_, peers):
     parsed = parse_batch(batch_messages(round_, bodies)[1]["content"])
     assert parsed is not None and parsed.round == round_
     assert [k for k, _ in parsed.items] == [str(k) for k in range(1, len(responses) + 1)]
-    assert [p.response for _, p in parsed.items] == [r.strip() for r in responses]
+    for (_, p), r in zip(parsed.items, responses):
+        check_read(p.response, r.strip())
     assert [p.body for _, p in parsed.items] == bodies
+    instruction = batch_messages(round_, bodies)[1]["content"].rsplit("</batch>", 1)[1].strip()
+    assert all(p.words == instruction for _, p in parsed.items)  # no item reads words of another's
     if round_ == 2:
-        assert all(p.peers == tuple((q.letter, q.verdict, one_line(q.reason)) for q in peers) for _, p in parsed.items)
+        assert all([(q[0], q[1]) for q in p.peers] == [(q.letter, q.verdict) for q in peers] for _, p in parsed.items)
 
 
 @SETTINGS

@@ -1,0 +1,248 @@
+"""Reading a judge prompt as text, the way a model reads it.
+
+The simulated judges know nothing of how the council builds its prompts: this reader sees only text. It
+looks for the tags a prompt is written with (``<round>``, ``<question>``, ``<reference>``, ``<rubric>``,
+``<scale>``, ``<response>``, ``<your_round_one>``, ``<peers>``, ``<batch>``, ``<item key="...">``), in any order,
+in any case, with spaces allowed inside the angle brackets and any attributes (a ``nonce`` is opaque: it
+marks a section as fenced, and is never checked). It is forgiving where a model is (whitespace around a
+section's text, votes as JSON lines or as ``Member [B]: verdict: ...; reason: ...`` lines) and naive where a
+model can be fooled:
+
+- A section runs from its opening tag to the first closing tag of the same name after it, whatever that
+  closing tag's attributes say: a literal ``</response>`` in a response ends the response there.
+- The first section of each name counts (a second ``<response>`` or ``<your_round_one>`` is ignored), except
+  ``<peers>``: every vote line of every peers block is a peer's vote.
+- Text outside every section (the instruction after the last one, or anything a response put between a
+  forged close and the next tag) is read as the prompt's own words.
+- Inside a fenced section (its opening tag carries a nonce) ``&lt;`` reads as ``<`` and ``&amp;`` as ``&``,
+  as the system prompt of the fenced layout says; an unfenced section is read as it is written.
+
+A batch is the text between ``<item ...>`` and the first ``</item>`` after it, for each item in turn. A
+repair re-ask is a user message after an assistant reply that asks for the previous reply again.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import orjson
+
+Message = tuple[str, str]  # (role, content)
+
+SECTIONS = ("question", "reference", "rubric", "scale", "response", "your_round_one", "peers")
+_NAMES = "round|batch|item|" + "|".join(SECTIONS)
+_TAG_RE = re.compile(r"<\s*(?P<close>/)?\s*(?P<name>" + _NAMES + r")\b(?P<attrs>[^<>]*)>", re.IGNORECASE)
+_ATTR_RE = re.compile(r"""(?P<key>[A-Za-z_][\w-]*)\s*=\s*(?:"(?P<dq>[^"]*)"|'(?P<sq>[^']*)'|(?P<bare>[^\s"'>]+))""")
+_ENTITY_RE = re.compile(r"&(?:lt|amp);")
+_VOTE_LINE_RE = re.compile(
+    r"^\s*member\s*\[\s*(?P<member>[^\]]*?)\s*\]\s*:?\s*verdict\s*:\s*(?P<verdict>[A-Za-z]+)\s*;?\s*"
+    r"(?:reason\s*:\s*(?P<reason>.*))?$", re.IGNORECASE)
+_FIELD_LINE_RE = re.compile(r"^\s*(?P<key>verdict|reason)\s*:\s*(?P<value>.*)$", re.IGNORECASE)
+_REPAIR_RE = re.compile(r"\b(?:previous|last)\s+(?:reply|answer|response)\b|\breply\s+again\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class Vote:
+    """A vote the reader found: its member letter ("" for the member's own), the verdict as written, lower
+    case ("" when it gave none), the levels object of a graded vote (None otherwise) and the reason."""
+
+    member: str
+    verdict: str
+    reason: str
+    scores: object = None
+
+
+@dataclass(frozen=True, slots=True)
+class ItemText:
+    """One item as read: the texts of its sections (stripped; None for a section it lacks), whether its
+    response is fenced, its own vote and its peers' votes, the text read as the prompt's own words (outside
+    every section, the request's instruction included) and the item's text from its first tag to its last."""
+
+    question: str | None
+    reference: str | None
+    rubric: str | None
+    scale: str | None
+    response: str | None
+    fenced: bool = False
+    raw_response: str | None = field(default=None, repr=False)  # as written, before reading entities
+    own: Vote | None = None
+    own_seen: bool = False  # whether the item had a <your_round_one> section at all
+    peers: tuple[Vote, ...] = ()
+    peers_seen: bool = False  # whether it had a <peers> section at all
+    words: str = ""
+    body: str = field(default="", repr=False)
+    key: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class RequestText:
+    """A user message as read: the round it names (0 when none), whether it is a batch, and its items (one
+    for a single-row prompt)."""
+
+    round: int
+    batch: bool
+    items: tuple[ItemText, ...]
+
+
+def read_entities(text: str) -> str:
+    """``&lt;`` as ``<`` and ``&amp;`` as ``&``, in one pass (so ``&amp;lt;`` reads ``&lt;``)."""
+    return _ENTITY_RE.sub(lambda m: "<" if m[0] == "&lt;" else "&", text)
+
+
+def _attrs(text: str) -> dict[str, str]:
+    return {m["key"].lower(): next(v for v in (m["dq"], m["sq"], m["bare"]) if v is not None)
+            for m in _ATTR_RE.finditer(text)}
+
+
+def _tags(text: str, start: int = 0, stop: int | None = None) -> list[re.Match]:
+    return list(_TAG_RE.finditer(text, start, len(text) if stop is None else stop))
+
+
+def _vote_json(line: str) -> Vote | None:
+    try:
+        value = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(value, dict) or not ("verdict" in value or "scores" in value):
+        return None
+    member, verdict, reason = value.get("member", ""), value.get("verdict", ""), value.get("reason", "")
+    return Vote(
+        member.strip() if isinstance(member, str) else str(member),
+        verdict.strip().lower() if isinstance(verdict, str) else "",
+        reason if isinstance(reason, str) else "",
+        value.get("scores"),
+    )
+
+
+def _read_own(text: str, fenced: bool) -> Vote | None:
+    """The member's own vote: one JSON object, or ``verdict: ...`` and ``reason: ...`` lines."""
+    vote = _vote_json(text.strip())
+    if vote is not None:
+        return Vote("", vote.verdict, read_entities(vote.reason) if fenced else vote.reason, vote.scores)
+    got: dict[str, str] = {}
+    for line in text.splitlines():
+        m = _FIELD_LINE_RE.match(line)
+        if m is not None:
+            got.setdefault(m["key"].lower(), m["value"].strip())
+    if "verdict" not in got:
+        return None
+    reason = got.get("reason", "")
+    return Vote("", got["verdict"].lower(), read_entities(reason) if fenced else reason)
+
+
+def _read_peers(text: str, fenced: bool) -> list[Vote]:
+    """Every vote line of a peers block (a JSON object with a member, or a ``Member [B]: ...`` line)."""
+    out: list[Vote] = []
+    for line in text.splitlines():
+        vote = _vote_json(line.strip())
+        if vote is None:
+            m = _VOTE_LINE_RE.match(line)
+            if m is None:
+                continue
+            vote = Vote(m["member"], m["verdict"].lower(), (m["reason"] or "").strip())
+        if vote.member:
+            out.append(Vote(vote.member, vote.verdict, read_entities(vote.reason) if fenced else vote.reason,
+                            vote.scores))
+    return out
+
+
+def read_item(text: str, start: int = 0, stop: int | None = None, key: str = "", words: str = "") -> ItemText:
+    """The item in ``text[start:stop]``; ``words`` (the request's own words outside the item) are added to the
+    item's."""
+    stop = len(text) if stop is None else stop
+    found: dict[str, str] = {}
+    fenced: dict[str, bool] = {}
+    raw: dict[str, str] = {}
+    own: Vote | None = None
+    peers: list[Vote] = []
+    outside: list[str] = []
+    first = last = None
+    pos = start
+    tags = _tags(text, start, stop)
+    i = 0
+    while i < len(tags):
+        tag = tags[i]
+        name = tag["name"].lower()
+        if tag["close"] or name not in SECTIONS:  # a stray close, or a tag that holds no text: the prompt's words
+            outside.append(text[pos : tag.start()])
+            pos, i = tag.end(), i + 1
+            first = tag.start() if first is None else first
+            last = tag.end()
+            continue
+        close = next((j for j in range(i + 1, len(tags))
+                      if tags[j]["close"] and tags[j]["name"].lower() == name), None)
+        outside.append(text[pos : tag.start()])
+        first = tag.start() if first is None else first
+        end = tags[close].start() if close is not None else stop
+        content = text[tag.end() : end]
+        nonce = "nonce" in _attrs(tag["attrs"])
+        if name == "peers":
+            peers += _read_peers(content, nonce)
+            fenced.setdefault(name, nonce)
+        elif name not in found:
+            raw[name] = content.strip()
+            found[name] = read_entities(raw[name]) if nonce else raw[name]
+            fenced[name] = nonce
+            if name == "your_round_one":
+                own = _read_own(content, nonce)
+        if close is None:
+            pos = last = stop
+            break
+        pos = last = tags[close].end()
+        i = close + 1
+    outside.append(text[pos:stop])
+    said = " ".join(" ".join(part.split()) for part in (*outside, words) if part.strip())
+    return ItemText(
+        question=found.get("question"), reference=found.get("reference"), rubric=found.get("rubric"),
+        scale=found.get("scale"), response=found.get("response"), fenced=fenced.get("response", False),
+        raw_response=raw.get("response"), own=own, own_seen="your_round_one" in found, peers=tuple(peers),
+        peers_seen="peers" in fenced, words=said, body=text[first:last] if first is not None else "", key=key,
+    )
+
+
+def read_request(text: str) -> RequestText | None:
+    """A user message as read; None when it names no round (``<round>1</round>`` or ``<round>2</round>``)."""
+    tags = _tags(text)
+    opening = next((t for t in tags if not t["close"] and t["name"].lower() == "round"), None)
+    if opening is None:
+        return None
+    close = next((t for t in tags if t["close"] and t["name"].lower() == "round" and t.start() >= opening.end()),
+                 None)
+    said = text[opening.end() : close.start() if close is not None else len(text)].strip()
+    if said not in ("1", "2"):
+        return None
+    after = close.end() if close is not None else opening.end()
+    items_at = [t for t in tags if t.start() >= after and t["name"].lower() == "item"]
+    is_batch = any(not t["close"] and t["name"].lower() == "batch" for t in tags if t.start() >= after)
+    if not is_batch:
+        return RequestText(int(said), False, (read_item(text, after),))
+    # Each item: from its opening tag to the first </item> after it; the rest is the request's own words.
+    spans: list[tuple[str, int, int]] = []
+    words: list[str] = []
+    pos = after
+    i = 0
+    while i < len(items_at):
+        tag = items_at[i]
+        if tag["close"]:
+            i += 1
+            continue
+        close = next((j for j in range(i + 1, len(items_at)) if items_at[j]["close"]), None)
+        end = items_at[close].start() if close is not None else len(text)
+        words.append(text[pos : tag.start()])
+        spans.append((_attrs(tag["attrs"]).get("key", ""), tag.end(), end))
+        if close is None:
+            pos = len(text)
+            break
+        pos = items_at[close].end()
+        i = close + 1
+    words.append(text[pos:])
+    outside = _TAG_RE.sub(" ", " ".join(words))  # the batch's own tags are no words
+    return RequestText(int(said), True, tuple(read_item(text, a, b, key, outside) for key, a, b in spans))
+
+
+def is_repair(messages: list[Message]) -> bool:
+    """Whether the last message asks again for the previous reply (a user re-ask after an assistant reply,
+    naming no round of its own)."""
+    return (len(messages) >= 3 and messages[-1][0] == "user" and messages[-2][0] == "assistant"
+            and read_request(messages[-1][1]) is None and _REPAIR_RE.search(messages[-1][1]) is not None)
