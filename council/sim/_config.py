@@ -235,9 +235,9 @@ class SimConfig(BaseModel):
         Probes: the difficulty profiles are set so that, on the shipped sample graded blind by the five
         default judges (each pair compared on the rows both may grade under self-exclusion), round-one
         pairwise percent agreement is about 98% on factual probes (``calibration``) and about 87% on hard
-        honest-ignorance probes (``honest_ignorance``). Measured at seed 0: 98.0% and 87.7% (over seeds
-        0-29: 98.0% and 85.9% on average, standard deviation 0.6 and 1.9 points), with mean judge accuracy
-        95% and 88% (96.5% and 86% over seeds). ``false_premise`` (89%, 92% over seeds) and
+        honest-ignorance probes (``honest_ignorance``). Measured at seed 0: 98.0% and 86.2% (over seeds
+        0-29: 98.1% and 86.1% on average, standard deviation 0.6 and 1.9 points), with mean judge accuracy
+        95.4% and 88.5% (96.7% and 86% over seeds). ``false_premise`` (89%, 92% over seeds) and
         ``certificate_or_confess`` (95%, 94.5%) sit in between, by the project's own choice.
 
         Source of the 98% and 87% figures: none found. They are the project's target values from its issue
