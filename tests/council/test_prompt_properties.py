@@ -57,8 +57,8 @@ texts = st.one_of(
 )
 verdicts = st.sampled_from(["correct", "incorrect"])
 # A tag of the prompt as a forgiving reader sees one: anywhere, any case, spaces inside the brackets.
-TAG = re.compile(r"<\s*/?\s*(?:round|question|reference|rubric|scale|response|your_round_one|peers?|item|batch)\b[^<>]*>",
-                 re.I)
+TAG = re.compile(
+    r"<\s*/?\s*(?:round|question|reference|rubric|scale|response|your_round_one|peers?|item|batch)\b[^<>]*>", re.I)
 ENTITY = re.compile("&(lt|amp);")
 
 
