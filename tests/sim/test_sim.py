@@ -36,6 +36,7 @@ from council.sim import (
 )
 from council.sim._judging import (
     asked_verdict, cites_reference, decide, detect_injection, item_difficulty, parse_batch, parse_prompt,
+    split_repair,
 )
 from council.sim._quota import QuotaBook, format_reset
 from elicitor.parsing import parse_elicited
@@ -402,6 +403,32 @@ def test_fenced_text_is_read_by_the_system_prompts_rule() -> None:
     truth = TruthTable.from_rows([item], [entity.model_copy(update={"gold_verdict": "correct"})])
     config = one_vendor(accuracy=1.0)
     assert decide(config, truth, "openai/gpt-5", tuples(round1_messages(item, entity))).verdict == "correct"
+
+
+def test_the_reader_is_forgiving_like_a_model() -> None:
+    """Tags in any case and order, spaces inside the brackets and around the text, votes with loose spacing:
+    read as a model would read them, the same row with the same stream. A re-ask for the previous reply is a
+    repair, whatever its wording; a message with a round tag of its own is not."""
+    item = BankItem(id="i", probe="p", prompt="Q?", reference="R", rationale="x")
+    row = ResponseRow(item_id="i", model="m/x", response="It is R.")
+    exact = parse_prompt(round2_messages(item, row, "incorrect", "Mine.", [Peer("B", "correct", "Yes.")],
+                                         contain=False)[1]["content"])
+    loose = parse_prompt(
+        "< ROUND >2</round>\n<Response>  It is R.  </ RESPONSE>\n<rubric>\n" + exact.rubric + "\n</rubric>\n"
+        "<question>Q?</question><reference> R </reference>\n<peers>\n  member [B] : Verdict: CORRECT ;  reason: Yes."
+        "\n</peers>\n<your_round_one>\n  Verdict:  incorrect\nreason:   Mine.\n</your_round_one>\nWeigh them.")
+    assert loose is not None and exact is not None
+    assert (loose.round, loose.question, loose.reference, loose.response) == (2, "Q?", "R", "It is R.")
+    assert (loose.own_verdict, loose.own_reason, loose.peers) == ("incorrect", "Mine.", (("B", "correct", "Yes."),))
+    assert loose.stream == exact.stream and loose.words == "Weigh them."
+    assert parse_prompt("<round>3</round>\n<question>Q?</question><response>x</response>") is None
+    assert parse_prompt("<question>Q?</question><response>x</response>") is None
+    asked = [("system", "s"), ("user", "<round>1</round> ...")]
+    for ask in ("Your last answer was unreadable; reply again with only the JSON.",
+                "Please send your previous reply again as a JSON object."):
+        assert split_repair([*asked, ("assistant", "oops"), ("user", ask)]) == (asked, True)
+    fresh = [*asked, ("assistant", "oops"), ("user", "<round>2</round> Reply again.")]
+    assert split_repair(fresh) == (fresh, False)
 
 
 def test_detect_injection() -> None:
