@@ -67,9 +67,7 @@ class ItemText:
     fenced: bool = False
     raw_response: str | None = field(default=None, repr=False)  # as written, before reading entities
     own: Vote | None = None
-    own_seen: bool = False  # whether the item had a <your_round_one> section at all
     peers: tuple[Vote, ...] = ()
-    peers_seen: bool = False  # whether it had a <peers> section at all
     words: str = ""
     body: str = field(default="", repr=False)
     key: str = ""
@@ -147,6 +145,12 @@ def _read_peers(text: str, fenced: bool) -> list[Vote]:
     return out
 
 
+def _closing(tags: list[re.Match], i: int) -> int | None:
+    """The index of the first closing tag after ``tags[i]`` with its name (None when there is none)."""
+    name = tags[i]["name"].lower()
+    return next((j for j in range(i + 1, len(tags)) if tags[j]["close"] and tags[j]["name"].lower() == name), None)
+
+
 def read_item(text: str, start: int = 0, stop: int | None = None, key: str = "", words: str = "") -> ItemText:
     """The item in ``text[start:stop]``; ``words`` (the request's own words outside the item) are added to the
     item's."""
@@ -170,8 +174,7 @@ def read_item(text: str, start: int = 0, stop: int | None = None, key: str = "",
             first = tag.start() if first is None else first
             last = tag.end()
             continue
-        close = next((j for j in range(i + 1, len(tags))
-                      if tags[j]["close"] and tags[j]["name"].lower() == name), None)
+        close = _closing(tags, i)
         outside.append(text[pos : tag.start()])
         first = tag.start() if first is None else first
         end = tags[close].start() if close is not None else stop
@@ -179,7 +182,6 @@ def read_item(text: str, start: int = 0, stop: int | None = None, key: str = "",
         nonce = "nonce" in _attrs(tag["attrs"])
         if name == "peers":
             peers += _read_peers(content, nonce)
-            fenced.setdefault(name, nonce)
         elif name not in found:
             raw[name] = content.strip()
             found[name] = read_entities(raw[name]) if nonce else raw[name]
@@ -196,46 +198,52 @@ def read_item(text: str, start: int = 0, stop: int | None = None, key: str = "",
     return ItemText(
         question=found.get("question"), reference=found.get("reference"), rubric=found.get("rubric"),
         scale=found.get("scale"), response=found.get("response"), fenced=fenced.get("response", False),
-        raw_response=raw.get("response"), own=own, own_seen="your_round_one" in found, peers=tuple(peers),
-        peers_seen="peers" in fenced, words=said, body=text[first:last] if first is not None else "", key=key,
+        raw_response=raw.get("response"), own=own, peers=tuple(peers), words=said,
+        body=text[first:last] if first is not None else "", key=key,
     )
 
 
 def read_request(text: str) -> RequestText | None:
-    """A user message as read; None when it names no round (``<round>1</round>`` or ``<round>2</round>``)."""
+    """A user message as read; None when it names no round (``<round>1</round>`` or ``<round>2</round>``).
+
+    Outside the sections (whose text, tags and all, is the section's), a ``<batch>`` tag makes the message a
+    batch, whose items each run from an ``<item>`` tag to the first ``</item>`` after it."""
     tags = _tags(text)
-    opening = next((t for t in tags if not t["close"] and t["name"].lower() == "round"), None)
-    if opening is None:
+    at = next((k for k, t in enumerate(tags) if not t["close"] and t["name"].lower() == "round"), None)
+    if at is None:
         return None
-    close = next((t for t in tags if t["close"] and t["name"].lower() == "round" and t.start() >= opening.end()),
-                 None)
-    said = text[opening.end() : close.start() if close is not None else len(text)].strip()
+    close = _closing(tags, at)
+    said = text[tags[at].end() : tags[close].start() if close is not None else len(text)].strip()
     if said not in ("1", "2"):
         return None
-    after = close.end() if close is not None else opening.end()
-    items_at = [t for t in tags if t.start() >= after and t["name"].lower() == "item"]
-    is_batch = any(not t["close"] and t["name"].lower() == "batch" for t in tags if t.start() >= after)
-    if not is_batch:
-        return RequestText(int(said), False, (read_item(text, after),))
-    # Each item: from its opening tag to the first </item> after it; the rest is the request's own words.
+    after = tags[close].end() if close is not None else tags[at].end()
     spans: list[tuple[str, int, int]] = []
     words: list[str] = []
-    pos = after
-    i = 0
-    while i < len(items_at):
-        tag = items_at[i]
-        if tag["close"]:
-            i += 1
+    is_batch, item, pos = False, None, after
+    i = (close if close is not None else at) + 1
+    while i < len(tags):
+        tag, name = tags[i], tags[i]["name"].lower()
+        if not tag["close"] and name in SECTIONS:
+            end = _closing(tags, i)
+            if item is None:  # a section outside every item: not the request's words
+                words.append(text[pos : tag.start()])
+                pos = tags[end].end() if end is not None else len(text)
+            i = end + 1 if end is not None else len(tags)
             continue
-        close = next((j for j in range(i + 1, len(items_at)) if items_at[j]["close"]), None)
-        end = items_at[close].start() if close is not None else len(text)
-        words.append(text[pos : tag.start()])
-        spans.append((_attrs(tag["attrs"]).get("key", ""), tag.end(), end))
-        if close is None:
-            pos = len(text)
-            break
-        pos = items_at[close].end()
-        i = close + 1
+        if name == "batch" and not tag["close"]:
+            is_batch = True
+        elif name == "item" and not tag["close"] and item is None:
+            words.append(text[pos : tag.start()])
+            item = (_attrs(tag["attrs"]).get("key", ""), tag.end())
+        elif name == "item" and tag["close"] and item is not None:
+            spans.append((*item, tag.start()))
+            item, pos = None, tag.end()
+        i += 1
+    if item is not None:
+        spans.append((*item, len(text)))
+        pos = len(text)
+    if not is_batch:
+        return RequestText(int(said), False, (read_item(text, after),))
     words.append(text[pos:])
     outside = _TAG_RE.sub(" ", " ".join(words))  # the batch's own tags are no words
     return RequestText(int(said), True, tuple(read_item(text, a, b, key, outside) for key, a, b in spans))

@@ -421,6 +421,10 @@ def test_the_reader_is_forgiving_like_a_model() -> None:
     assert (loose.round, loose.question, loose.reference, loose.response) == (2, "Q?", "R", "It is R.")
     assert (loose.own_verdict, loose.own_reason, loose.peers) == ("incorrect", "Mine.", (("B", "correct", "Yes."),))
     assert loose.stream == exact.stream and loose.words == "Weigh them."
+    # Tags inside a section are its text: a batch written in an unfenced response does not make a batch.
+    inside = row.model_copy(update={"response": 'See <batch size="2"> and <item key="2"> here.'})
+    read = parse_prompt(round1_messages(item, inside, contain=False)[1]["content"])
+    assert read is not None and read.response == inside.response
     assert parse_prompt("<round>3</round>\n<question>Q?</question><response>x</response>") is None
     assert parse_prompt("<question>Q?</question><response>x</response>") is None
     asked = [("system", "s"), ("user", "<round>1</round> ...")]
