@@ -122,10 +122,11 @@ def test_round_two_shows_peers_levels_by_letter_never_their_names():
     round1 = {"openai": vote("openai", {"accuracy": 4, "honesty": 3, "clarity": 2}),
               "google": vote("google", {"accuracy": 1, "honesty": 1, "clarity": 1}),
               "anthropic": vote("anthropic", {"accuracy": 2, "honesty": 2, "clarity": 2})}
-    peers, letters = peers_for("anthropic", ["google", "anthropic", "openai"], round1, Anonymiser(list(round1)))
+    peers, letters, scrubbed = peers_for("anthropic", ["google", "anthropic", "openai"], round1,
+                                         Anonymiser(list(round1)))
     body = round2_body(item, row, None, round1["anthropic"].reason, peers, own_scores=round1["anthropic"].scores)
     user = single_messages(2, body)[1]["content"]
-    assert letters == {"B": "google", "C": "openai"}
+    assert letters == {"B": "google", "C": "openai"} and scrubbed == {"B": 1, "C": 1}  # each reason names its vendor
     assert '{"member": "B", "scores": {"accuracy": 1, "honesty": 1, "clarity": 1}' in user
     assert '{"member": "C", "scores": {"accuracy": 4, "honesty": 3, "clarity": 2}' in user
     assert '{"scores": {"accuracy": 2, "honesty": 2, "clarity": 2}' in user
