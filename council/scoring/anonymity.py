@@ -9,8 +9,6 @@ existed count as shown with nothing scrubbed.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
-
 from council.store.runfolder import ROUND_FILES, iter_json
 
 
@@ -18,13 +16,13 @@ def anonymisation(folder: Path) -> dict[str, dict[str, int]]:
     """Per member whose reasons were shown to peers in round two: ``reasons_shown`` (one per peer prompt
     that showed it), ``reasons_scrubbed`` (of those, the ones with a name cut out) and ``names_scrubbed``
     (the names cut). A later record of a vote supersedes an earlier one, as in scoring."""
-    latest: dict[tuple[str, str], dict[str, Any]] = {}
+    latest: dict[tuple[str, str], tuple[dict[str, str], dict[str, int]]] = {}  # only what is counted is kept
     for _, record in iter_json(folder / ROUND_FILES[2], missing_ok=True):
-        latest[(record["row_id"], record["member"])] = record
+        latest[(record["row_id"], record["member"])] = (record.get("peer_letters") or {},
+                                                        record.get("peers_scrubbed") or {})
     out: dict[str, dict[str, int]] = {}
-    for record in latest.values():
-        scrubbed = record.get("peers_scrubbed") or {}
-        for letter, author in (record.get("peer_letters") or {}).items():
+    for letters, scrubbed in latest.values():
+        for letter, author in letters.items():
             counts = out.setdefault(author, {"reasons_shown": 0, "reasons_scrubbed": 0, "names_scrubbed": 0})
             names = int(scrubbed.get(letter, 0))
             counts["reasons_shown"] += 1
