@@ -1,7 +1,9 @@
 """Judge calls per second on one core: this project's client and coordinator versus the official SDK.
 
-Both sides talk to the embedded provider with no latency, no quota and no malformed replies, so what is
-measured is the client side's own cost per judge call. Target: ours at least 2x the SDK.
+Both sides talk to a provider that costs almost nothing (``bench/_canned.py``: one canned verdict for every
+request, plain asyncio, in its own process), so what is measured is the client side's own cost per judge
+call, not the provider's. The provider's CPU is measured during every measurement and printed as a share of
+one core.
 
 Run it from the repository root (Python 3.11, the project installed with its test extras)::
 
@@ -15,19 +17,26 @@ the size balances them (ours_s * sdk_s = 24, e.g. ~2 s and ~11 s at a ratio of 4
 
 Setup:
 
-- The embedded provider runs in a separate process (``python -m council.cli sim --port 0 --config FILE``),
-  pinned to CPU 1; this process is pinned to CPU 0 (when the machine has two CPUs or more).
+- The canned provider runs in a separate process, pinned to CPU 1; this process is pinned to CPU 0 (when the
+  machine has two CPUs or more).
 - **ours**: ``run_council(RunRequest(..., backend="local", provider_url=URL))`` on a subset of the sample
   responses: the full coordinator path, both rounds, run folder and scoring included. Calls are the
-  records written (``round1.jsonl`` + ``round2.jsonl`` lines); the clock covers the whole call.
+  records written (``round1.jsonl`` + ``round2.jsonl`` lines). Two rates: the whole ``run_council`` call
+  (reading inputs, the run folder, scoring and the report included), and the coordinator alone (the run's
+  own ``seconds``: grading both rounds).
 - **sdk**: the same number of judge calls with ``openai.AsyncOpenAI(max_retries=0)``: round-one messages
   of the same rows, the judge models of the default roster round-robin over rows, the same
-  ``response_format``, ``max_tokens=256``, 160 calls in flight (a semaphore; ours: 32 per vendor x 5), each reply parsed with
-  ``council.protocol.parsing.parse_verdict``.
-- Both are warmed up, then alternate (ours, sdk, ours, sdk, ...); the best of each is reported.
+  ``response_format``, ``max_tokens=256``, 160 calls in flight (a semaphore; ours: 32 per vendor x 5), each
+  reply parsed with ``council.protocol.parsing.parse_verdict``.
+- Both are warmed up, then alternate (ours, sdk, ours, sdk, ...); the best of each is reported, with the
+  spread over the rounds.
+
+The check (the bench exits 1 when it fails): the provider stays below 80% of a core in every measurement
+(else it, not the client, sets the pace), and ours, the whole run, is at least 2x the SDK. Reported beside
+it, targets for later work: the coordinator alone >= 10x the SDK and the whole run >= 5x.
 
 Output: one line per measurement, a summary, and as the LAST line one JSON object
-``{"ours_calls_per_s": ..., "sdk_calls_per_s": ..., "ratio": ..., "calls": ..., ...}``.
+``{"ours_calls_per_s": ..., "sdk_calls_per_s": ..., "ratio": ..., "coordinator_ratio": ..., ...}``.
 """
 
 from __future__ import annotations
@@ -41,8 +50,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import orjson
+import psutil
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -54,7 +65,6 @@ from council.core.vendors import DEFAULT_ROSTER  # noqa: E402
 from council.protocol.parsing import parse_verdict  # noqa: E402
 from council.protocol.prompts import VERDICT_SCHEMA, round1_messages  # noqa: E402
 from council.run.runner import RunRequest, run_council  # noqa: E402
-from council.sim import SimConfig, VendorBehaviour  # noqa: E402
 from council.store.runfolder import ROUND_FILES  # noqa: E402
 
 SDK_CONCURRENCY = 32 * 5  # ours allows 32 in flight per vendor, five vendors
@@ -64,42 +74,37 @@ BENCH_CPU = 0
 MIN_S = 3.0
 TARGET_OURS_S = 4.0
 MAX_SDK_S = 8.0
+PROVIDER_MAX_CORE = 0.8  # above this share of its core, the provider, not the client, sets the pace
+CHECK_RATIO = 2.0
+TARGET_RATIO = 5.0  # later work: the whole run
+TARGET_COORDINATOR_RATIO = 10.0  # later work: the coordinator alone
+CANNED = Path(__file__).resolve().parent / "_canned.py"
 
 
 # ---- the provider --------------------------------------------------------------------------------------
-
-
-def sim_config() -> SimConfig:
-    """The planted judges, with no latency, no faults and no quota for every vendor."""
-    quiet = {"latency_ms": 0.0, "latency_jitter_ms": 0.0, "malformed_rate": 0.0, "truncation_rate": 0.0,
-             "error_rate": 0.0, "timeout_rate": 0.0, "rpm": 0, "tpm": 0}
-    planted = SimConfig.planted(seed=0)
-    vendors = {name: b.model_copy(update=quiet) for name, b in planted.vendors.items()}
-    return SimConfig(seed=0, vendors=vendors, default=VendorBehaviour(**quiet))
 
 
 def _can_pin() -> bool:
     return hasattr(os, "sched_setaffinity") and {BENCH_CPU, PROVIDER_CPU} <= os.sched_getaffinity(0)
 
 
-def start_provider(config_file: Path, pin: bool) -> tuple[subprocess.Popen[str], str]:
-    """Start ``council sim`` in its own process (pinned to the provider CPU) and return it with its URL."""
+def start_provider(pin: bool) -> tuple[subprocess.Popen[str], str]:
+    """Start the canned provider in its own process (pinned to the provider CPU) and return it with its URL."""
 
     def pin_child() -> None:
         os.sched_setaffinity(0, {PROVIDER_CPU})
 
     proc = subprocess.Popen(
-        [sys.executable, "-m", "council.cli", "sim", "--port", "0", "--seed", "0", "--config", str(config_file)],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        [sys.executable, str(CANNED)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
         preexec_fn=pin_child if pin else None,
     )
     assert proc.stdout is not None
     line = proc.stdout.readline().strip()
-    prefix = "embedded provider listening on "
+    prefix = "canned provider listening on "
     if not line.startswith(prefix):
         proc.kill()
         proc.wait()
-        raise RuntimeError(f"the embedded provider did not start (first line: {line!r})")
+        raise RuntimeError(f"the canned provider did not start (first line: {line!r})")
     return proc, line[len(prefix):]
 
 
@@ -193,7 +198,23 @@ def size_calls(ours_rate: float, sdk_rate: float) -> float:
 # ---- the benchmark -------------------------------------------------------------------------------------
 
 
-async def bench(url: str, work: Path, rows_override: int | None, rounds: int) -> dict[str, float | int]:
+class ProviderCpu:
+    """The provider process's CPU over one measurement, as a share of one core."""
+
+    def __init__(self, pid: int) -> None:
+        self.proc = psutil.Process(pid)
+
+    def __enter__(self) -> ProviderCpu:
+        times = self.proc.cpu_times()
+        self.cpu, self.wall = times.user + times.system, time.perf_counter()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        times = self.proc.cpu_times()
+        self.share = (times.user + times.system - self.cpu) / max(1e-9, time.perf_counter() - self.wall)
+
+
+async def bench(url: str, pid: int, work: Path, rows_override: int | None, rounds: int) -> dict[str, Any]:
     items = {i.id: i for i in bank.load_bank(bank.SAMPLE_BANK)}
     all_rows = bank.load_responses(bank.SAMPLE_RESPONSES, list(items.values()))
     runs_dir = work / "runs"
@@ -215,28 +236,39 @@ async def bench(url: str, work: Path, rows_override: int | None, rounds: int) ->
     responses = write_rows(rows, work / "rows.jsonl")
     ours: list[tuple[float, float]] = []
     sdk: list[float] = []
+    provider: list[float] = []
     calls = 0
     for r in range(rounds):
         gc.collect()
-        calls, wall, coordinator_s = await run_ours(url, responses, runs_dir)
+        with ProviderCpu(pid) as cpu:
+            calls, wall, coordinator_s = await run_ours(url, responses, runs_dir)
         ours.append((calls / wall, calls / coordinator_s))
+        provider.append(cpu.share)
         print(f"round {r + 1}: ours {calls / wall:,.0f} calls/s ({calls} calls in {wall:.2f} s; "
-              f"coordinator alone {calls / coordinator_s:,.0f} calls/s)", flush=True)
+              f"coordinator alone {calls / coordinator_s:,.0f} calls/s); provider {100 * cpu.share:.0f}% of a core",
+              flush=True)
         gc.collect()
-        s_calls, s_wall, parsed = await run_sdk(url, items, rows, calls)
+        with ProviderCpu(pid) as cpu:
+            s_calls, s_wall, parsed = await run_sdk(url, items, rows, calls)
         sdk.append(s_calls / s_wall)
+        provider.append(cpu.share)
         print(f"round {r + 1}: sdk  {s_calls / s_wall:,.0f} calls/s ({s_calls} calls in {s_wall:.2f} s; "
-              f"{parsed} verdicts parsed)", flush=True)
+              f"{parsed} verdicts parsed); provider {100 * cpu.share:.0f}% of a core", flush=True)
     best_ours = max(o for o, _ in ours)
     best_coord = max(c for _, c in ours)
     best_sdk = max(sdk)
     return {
         "ours_calls_per_s": round(best_ours, 1),
+        "ours_coordinator_calls_per_s": round(best_coord, 1),
         "sdk_calls_per_s": round(best_sdk, 1),
         "ratio": round(best_ours / best_sdk, 3),
+        "coordinator_ratio": round(best_coord / best_sdk, 3),
+        "spread": {"ours": [round(min(o for o, _ in ours), 1), round(best_ours, 1)],
+                   "ours_coordinator": [round(min(c for _, c in ours), 1), round(best_coord, 1)],
+                   "sdk": [round(min(sdk), 1), round(best_sdk, 1)]},
+        "provider_core_share_max": round(max(provider), 3),
         "calls": calls,
         "rows": n_rows,
-        "ours_coordinator_calls_per_s": round(best_coord, 1),
         "rounds": rounds,
     }
 
@@ -255,19 +287,28 @@ def main(argv: list[str] | None = None) -> int:
         print("note: fewer than two CPUs available; running unpinned", flush=True)
     with tempfile.TemporaryDirectory(prefix="council-bench-") as tmp:
         work = Path(tmp)
-        config_file = work / "sim.json"
-        config_file.write_bytes(orjson.dumps(sim_config().model_dump(mode="json")))
-        proc, url = start_provider(config_file, pin)
+        proc, url = start_provider(pin)
         try:
             print(f"provider {url} (pid {proc.pid}{', CPU 1' if pin else ''}); bench pid {os.getpid()}"
                   f"{', CPU 0' if pin else ''}", flush=True)
-            result = asyncio.run(bench(url, work, args.rows, rounds))
+            result = asyncio.run(bench(url, proc.pid, work, args.rows, rounds))
         finally:
             stop_provider(proc)
-    print(f"ours {result['ours_calls_per_s']:,.0f} calls/s, sdk {result['sdk_calls_per_s']:,.0f} calls/s: "
-          f"ratio {result['ratio']:.2f}x (target >= 2x)", flush=True)
+    print(f"whole run: ours {result['ours_calls_per_s']:,.0f} calls/s, sdk {result['sdk_calls_per_s']:,.0f} calls/s: "
+          f"{result['ratio']:.2f}x (check >= {CHECK_RATIO:g}x; target >= {TARGET_RATIO:g}x); coordinator alone "
+          f"{result['ours_coordinator_calls_per_s']:,.0f} calls/s: {result['coordinator_ratio']:.2f}x (target >= "
+          f"{TARGET_COORDINATOR_RATIO:g}x); provider at most {100 * result['provider_core_share_max']:.0f}% of a core",
+          flush=True)
+    problems = []
+    if result["provider_core_share_max"] >= PROVIDER_MAX_CORE:
+        problems.append(f"the provider used {100 * result['provider_core_share_max']:.0f}% of a core (the bound: "
+                        f"{100 * PROVIDER_MAX_CORE:.0f}%): it, not the client, set the pace")
+    if result["ratio"] < CHECK_RATIO:
+        problems.append(f"ours is {result['ratio']:.2f}x the SDK (check: >= {CHECK_RATIO:g}x)")
+    print("OK" if not problems else "FAILED: " + "; ".join(problems), flush=True)
+    result["ok"] = not problems
     print(orjson.dumps(result).decode(), flush=True)
-    return 0
+    return 1 if problems else 0
 
 
 if __name__ == "__main__":

@@ -17,6 +17,11 @@ issued, and the archive's size (the sum of the run folder's files) per row.
 Printed: one line per size, a ratio line (RSS growth from the smallest to the largest size, in MB and in
 bytes per row) and, last, one JSON object with every figure.
 
+The check (the bench exits 1 when it fails): every row graded; the driver's peak RSS grows by at most
+``MAX_RSS_BYTES_PER_ROW`` bytes per added row (a driver that kept its rows or records in memory would grow
+by several kilobytes a row); the archive holds at most ``MAX_ARCHIVE_BYTES_PER_ROW`` bytes per row (plain, or
+zstd with ``--compress-archive``).
+
 Run from the repository root (about 2 minutes for 10k rows on 2 cores, ten times that for 100k):
     python bench/run_scale.py
     python bench/run_scale.py --rows 5000 --rows 20000   # a quick look
@@ -41,6 +46,8 @@ sys.path.insert(0, str(ROOT))
 SAMPLE_BANK = ROOT / "bank" / "samples" / "neo_sample.jsonl"
 SAMPLE_RESPONSES = ROOT / "bank" / "samples" / "neo_sample_responses.jsonl"
 PREFIX = "embedded provider listening on "
+MAX_RSS_BYTES_PER_ROW = 1_000
+MAX_ARCHIVE_BYTES_PER_ROW = {"plain": 15_000, "zstd": 2_000}
 
 
 def make_responses(rows: int, out: Path) -> int:
@@ -173,15 +180,25 @@ def main() -> int:
             print(f"{f['rows']:>9,} rows: peak RSS {f['peak_rss_bytes'] / 2**20:8.1f} MiB, {f['votes']:,} votes in "
                   f"{f['seconds']:.1f} s ({f['votes_per_s']:,.0f} votes/s), archive {f['archive_bytes_per_row']:,.0f} "
                   f"bytes/row, not graded {f['not_graded_rows']}", flush=True)
-    out = {"bench": "run_scale", "archive": "zstd" if args.compress_archive else "plain", "sizes": results}
+    archive = "zstd" if args.compress_archive else "plain"
+    out = {"bench": "run_scale", "archive": archive, "sizes": results}
+    problems = [f"{f['rows']:,} rows: {f['not_graded_rows']} not graded" for f in results if f["not_graded_rows"]]
+    problems += [f"{f['rows']:,} rows: archive {f['archive_bytes_per_row']:,.0f} bytes/row (bound "
+                 f"{MAX_ARCHIVE_BYTES_PER_ROW[archive]:,})" for f in results
+                 if f["archive_bytes_per_row"] > MAX_ARCHIVE_BYTES_PER_ROW[archive]]
     if len(results) >= 2:
         a, b = results[0], results[-1]
         growth = b["peak_rss_bytes"] - a["peak_rss_bytes"]
         per_row = growth / max(1, b["rows"] - a["rows"])
         out.update({"rss_growth_bytes": growth, "rss_growth_bytes_per_row": round(per_row, 1)})
         print(f"peak RSS growth {a['rows']:,} -> {b['rows']:,} rows: {growth / 1e6:.1f} MB ({per_row:,.0f} bytes/row)")
+        if per_row > MAX_RSS_BYTES_PER_ROW:
+            problems.append(f"peak RSS grows {per_row:,.0f} bytes/row (bound {MAX_RSS_BYTES_PER_ROW:,})")
+    print(f"OK: every row graded, RSS growth <= {MAX_RSS_BYTES_PER_ROW:,} bytes/row, archive <= "
+          f"{MAX_ARCHIVE_BYTES_PER_ROW[archive]:,} bytes/row" if not problems else "FAILED: " + "; ".join(problems))
+    out["ok"] = not problems
     print(json.dumps(out))
-    return 0
+    return 1 if problems else 0
 
 
 if __name__ == "__main__":

@@ -1,0 +1,91 @@
+"""CPU seconds used by a benchmark's whole process tree: this process and every process it started (the
+embedded provider, Ray's head and worker nodes and the actors they run), however short-lived.
+
+A background thread polls the tree every ``period_s`` and keeps each process's latest CPU time, so a process
+that ends between two polls loses at most one period of its CPU. A process already running when the count
+starts counts only what it used since; one started later counts all of it.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+import psutil
+
+
+def _cpu(proc: psutil.Process) -> float | None:
+    try:
+        times = proc.cpu_times()
+    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+        return None
+    return times.user + times.system
+
+
+def _label(proc: psutil.Process, root: psutil.Process) -> str:
+    """``driver`` (this process), ``provider`` (a ``council sim``), else the process's name (Ray's are
+    ``ray::ShardActor``, ``raylet``, ``gcs_server``...)."""
+    if proc.pid == root.pid:
+        return "driver"
+    cmdline = proc.cmdline()
+    if "council.cli" in cmdline and "sim" in cmdline:
+        return "provider"
+    return cmdline[0].split()[0] if cmdline and cmdline[0].startswith("ray::") else proc.name()
+
+
+def _tree(root: psutil.Process) -> list[psutil.Process]:
+    try:
+        return [root, *root.children(recursive=True)]
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return [root]
+
+
+@dataclass
+class TreeCpu:
+    """CPU seconds of this process's tree between :meth:`start` and :meth:`stop`, per process name too."""
+
+    period_s: float = 0.1
+    _root: psutil.Process = field(default_factory=psutil.Process)
+    _base: dict[tuple[int, float], float] = field(default_factory=dict)
+    _last: dict[tuple[int, float], float] = field(default_factory=dict)
+    _names: dict[tuple[int, float], str] = field(default_factory=dict)
+    _done: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    def _poll(self, *, base: bool = False) -> None:
+        for proc in _tree(self._root):
+            try:
+                key = (proc.pid, proc.create_time())  # a pid reused by a new process is another process
+                name = _label(proc, self._root)  # the latest: a Ray worker takes its actor's name once it runs one
+            except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+                continue
+            used = _cpu(proc)
+            if used is None:
+                continue
+            if base:
+                self._base[key] = used
+            self._last[key] = used
+            self._names[key] = name
+
+    def _loop(self) -> None:
+        while not self._done.wait(self.period_s):
+            self._poll()
+
+    def start(self) -> TreeCpu:
+        self._poll(base=True)
+        self._thread = threading.Thread(target=self._loop, name="tree-cpu", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> dict[str, float]:
+        """CPU seconds since :meth:`start`: ``total``, and by process name (``python3``, ``ray::ShardActor``...)."""
+        self._done.set()
+        if self._thread is not None:
+            self._thread.join()
+        self._poll()
+        by_name: dict[str, float] = {}
+        for key, used in self._last.items():
+            spent = used - self._base.get(key, 0.0)
+            by_name[self._names[key]] = by_name.get(self._names[key], 0.0) + spent
+        return {"total": round(sum(by_name.values()), 3),
+                **{name: round(v, 3) for name, v in sorted(by_name.items(), key=lambda kv: -kv[1])}}
