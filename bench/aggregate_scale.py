@@ -641,8 +641,12 @@ def main() -> int:
         "load_avg_1m_start": round(load_start, 2),
         "load_avg_1m_end": round(os.getloadavg()[0], 2),
     }
+    ok = bool(equal) and ratio >= figures["target_speedup"]
+    print("OK: results equal, speedup at or above the target" if ok else
+          f"FAILED: results equal {bool(equal)}, speedup {ratio:.1f}x (target >= {figures['target_speedup']}x)")
+    figures["ok"] = ok
     print(json.dumps(figures))
-    return 0 if equal else 1
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -15,7 +15,8 @@ roster; 10% name a model (a share above what real judges write), some by a produ
 Both sides scrub the same list, three passes each, medians reported.
 
 Run from the repository root:  python bench/anonymise_speed.py      (about 10 s)
-The last line is one JSON object with the figures.
+The check (the bench exits 1 when it fails): ours changes every reason that names a model and none of the
+ordinary ones. The last line is one JSON object with the figures.
 """
 
 from __future__ import annotations
@@ -74,27 +75,36 @@ def timed(fn, reasons: list[str], passes: int = 3) -> list[float]:
     return out
 
 
-def main() -> None:
+def main() -> int:
     rng = random.Random(0)
-    reasons = []
+    reasons, naming = [], []
     for _ in range(100_000):
-        author, template = rng.choice(NAMED) if rng.random() < 0.1 else (rng.choice(AUTHORS), rng.choice(CLEAN))
+        named = rng.random() < 0.1
+        author, template = rng.choice(NAMED) if named else (rng.choice(AUTHORS), rng.choice(CLEAN))
         reasons.append((template.format(n=rng.randint(10, 99999)), author))
+        naming.append(named)
     ours = Anonymiser(RUN_NAMES)
     for author in AUTHORS:
         ours.scrub(reasons[0][0], author)  # patterns compiled before timing
     baseline = re.compile(r"\b(?:" + "|".join(map(re.escape, vocabulary())) + r")\b", re.IGNORECASE)
     t_ours = timed(lambda r: ours.scrub(*r), reasons)
     t_base = timed(lambda r: baseline.sub("[redacted]", r[0]), reasons)
-    named = sum(ours.scrub(*r) != r[0] for r in reasons)
+    changed = [ours.scrub(*r) != r[0] for r in reasons]
+    named = sum(changed)
+    missed = sum(n and not c for n, c in zip(naming, changed, strict=True))  # a name left in
+    spoiled = sum(c and not n for n, c in zip(naming, changed, strict=True))  # an ordinary sentence changed
     m_ours, m_base = statistics.median(t_ours), statistics.median(t_base)
     print(f"ours      {len(reasons):,} reasons  median {m_ours:.3f} s  ({1e6 * m_ours / len(reasons):.2f} us each)")
     print(f"baseline  {len(reasons):,} reasons  median {m_base:.3f} s  ({1e6 * m_base / len(reasons):.2f} us each)")
     print(f"baseline / ours = {m_base / m_ours:.2f}x  (reasons changed by ours: {named:,})")
+    ok = not missed and not spoiled
+    print("OK: ours changes every reason that names a model and none of the others" if ok else
+          f"FAILED: {missed:,} reasons that name a model left unchanged, {spoiled:,} others changed")
     print(json.dumps({"reasons": len(reasons), "named_share": 0.1, "passes": 3, "ours_s_median": round(m_ours, 4),
                       "baseline_s_median": round(m_base, 4), "ratio_baseline_over_ours": round(m_base / m_ours, 3),
-                      "reasons_changed": named}))
+                      "reasons_changed": named, "named_left": missed, "ordinary_changed": spoiled, "ok": ok}))
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -16,6 +16,8 @@ Baseline, measured in the same run: the same seeds without the reserve seat. The
 spread of the mean bias without and with the reserve.
 
 Run from the repository root:  python bench/council_accuracy.py --seeds 10      (about 90 s)
+The check (the bench exits 1 when it fails), on the default roster: the mean agreement meets its target on
+each of the two probes, and in no seed is the council significantly (95%) worse than its best member.
 The last line is one JSON object with the figures.
 """
 
@@ -58,6 +60,9 @@ def pairwise_by_probe(folder: Path) -> dict[str, float]:
     return {p: round(100 * k / n, 2) for p, (k, n) in sorted(agree.items())}
 
 
+AGREEMENT_TARGETS = {"calibration": 98.0, "honest_ignorance": 87.0}  # percent, round one, mean over seeds
+
+
 async def one(seed: int, reserve: bool, runs: Path) -> dict:
     roster = default_roster() if reserve else [m for m in default_roster() if not m.reserve]
     result = await run_council(RunRequest(bank=bank.SAMPLE_BANK, responses=bank.SAMPLE_RESPONSES, runs_dir=runs,
@@ -95,7 +100,7 @@ def summarise(name: str, results: list[dict]) -> dict:
     return out
 
 
-async def main(seeds: int) -> None:
+async def main(seeds: int) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         results: dict[str, list[dict]] = {"reserve": [], "plain": []}
         for seed in range(seeds):
@@ -109,10 +114,21 @@ async def main(seeds: int) -> None:
     figures = {name: summarise(name, rs) for name, rs in results.items()}
     ratio = figures["plain"]["spread_of_mean_bias"] / max(figures["reserve"]["spread_of_mean_bias"], 1e-9)
     print(f"spread of mean bias: without reserve / with reserve = {ratio:.2f}x")
-    print(json.dumps({"seeds": seeds, "ratio_spread_plain_over_reserve": round(ratio, 3), **figures}))
+    reserve = figures["reserve"]
+    problems = [f"{probe}: agreement {reserve['agreement_by_probe_mean'].get(probe)}% (target {target:g}%)"
+                for probe, target in AGREEMENT_TARGETS.items()
+                if (reserve["agreement_by_probe_mean"].get(probe) or 0.0) < target]
+    if reserve["seeds_council_significantly_worse"]:
+        problems.append(f"the council is significantly worse than its best member in "
+                        f"{reserve['seeds_council_significantly_worse']} seeds")
+    print("OK: agreement targets met, the council never significantly worse than its best member" if not problems
+          else "FAILED: " + "; ".join(problems))
+    print(json.dumps({"seeds": seeds, "ratio_spread_plain_over_reserve": round(ratio, 3), **figures,
+                      "ok": not problems}))
+    return 1 if problems else 0
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=10)
-    asyncio.run(main(parser.parse_args().seeds))
+    raise SystemExit(asyncio.run(main(parser.parse_args().seeds)))

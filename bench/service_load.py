@@ -26,6 +26,8 @@ Run from the repository root::
     python bench/service_load.py                          # 4 tenants x 25 jobs x 10 rows, 2 rounds
     python bench/service_load.py --tenants 8 --jobs 50    # more at once
 
+The check (the bench exits 1 when it fails): every job ends ``finished`` with one verdict per row (else it
+stops at once), and concurrent jobs finish faster than the same jobs one at a time (``ratio`` > 1).
 The last line of output is one JSON object with every figure.
 """
 
@@ -191,8 +193,12 @@ def main(argv: list[str] | None = None) -> int:
     figures = {"tenants": args.tenants, "jobs": len(jobs), "rows_per_job": args.rows, "rows": len(jobs) * args.rows,
                "rounds": args.rounds, "pinned": pin, "ratio": round(ratio, 2),
                **{f"{mode}_{k}": v for mode, got in best.items() for k, v in got.items()}}
+    ok = ratio > 1.0
+    print("OK: concurrent jobs finish faster than sequential ones" if ok else
+          f"FAILED: concurrent jobs are {ratio:.2f}x sequential (check: > 1)", flush=True)
+    figures["ok"] = ok
     print(orjson.dumps(figures).decode(), flush=True)
-    return 0
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
