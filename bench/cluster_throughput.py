@@ -170,7 +170,8 @@ def main() -> int:
     print(f"CPU per 10k votes over every process, sharded / driver doing everything: shards=1 {cost['shards=1']:.2f}x, "
           f"shards=3 {cost['shards=3']:.2f}x; votes/s 3 workers / 1 worker: "
           f"{three['votes_per_s'] / one['votes_per_s']:.2f} on {figures['cores']} cores")
-    problems = [f"{f['run']}: {f['not_graded']} rows not graded" for f in (driver, one, three, quota) if f["not_graded"]]
+    problems = [f"{f['run']}: {f['not_graded']} rows not graded"
+                for f in (driver, one, three, quota) if f["not_graded"]]
     if ratio < 5:
         problems.append(f"the driver's own CPU per vote fell only {ratio:.1f}x when sharded (check: >= 5x)")
     print(f"driver's own CPU per 10k votes, doing everything / sharded (3 workers): {ratio:.1f}x (check >= 5x)")

@@ -133,7 +133,8 @@ def table(results: list[dict[str, Any]]) -> str:
     for r in results:
         lines.append(
             f"{r['fault']:<28} {r['votes']:>6} {r['retries']:>7} {r['errors']:>6} {r['lost']:>4} {r['billed']:>6} "
-            f"{r['paid_twice']:>10} {r['unreadable']:>10} {r['slow']:>5} {r['wall_s']:>7.2f} {r['wall_s'] / base:>6.2f}")
+            f"{r['paid_twice']:>10} {r['unreadable']:>10} {r['slow']:>5} {r['wall_s']:>7.2f} "
+            f"{r['wall_s'] / base:>6.2f}")
     return "\n".join(lines)
 
 

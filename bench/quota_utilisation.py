@@ -139,7 +139,8 @@ class BaselinePool:
         """Pause the vendor until its window resets when the headers say it is spent."""
         now = time.monotonic()
         for kind, need in (("requests", 1), ("tokens", self.last_tokens[vendor])):
-            remaining, reset = headers.get(f"x-ratelimit-remaining-{kind}"), reset_s(headers.get(f"x-ratelimit-reset-{kind}"))
+            remaining = headers.get(f"x-ratelimit-remaining-{kind}")
+            reset = reset_s(headers.get(f"x-ratelimit-reset-{kind}"))
             if remaining is not None and reset is not None and int(remaining) < max(1, need):
                 self.paused_until[vendor] = max(self.paused_until[vendor], now + reset)
 
