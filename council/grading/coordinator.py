@@ -75,7 +75,7 @@ class Coordinator:
         self._on_elicited = on_elicited
         self._archived_elicited = archived_elicited or {}
         names = [*config.roster_vendors, *(m.judge_model for m in config.roster), *extra_names]
-        self._scrub = Anonymiser(names)
+        self._scrub = Anonymiser(names, authors=config.roster_vendors)  # every author's patterns before any call
         self.issued = 0
         self.served_from_archive = 0
         self._audited = set(audited or ())  # votes whose batch audit is archived or under way

@@ -419,3 +419,18 @@ def test_self_identifies_only_its_own_names():
 def test_patterns_are_built_once_per_set_of_names():
     first, second = Anonymiser(RUN_NAMES), Anonymiser(list(reversed(RUN_NAMES)))
     assert first._compiled is second._compiled
+
+
+def test_the_authors_named_up_front_are_compiled_before_their_first_text():
+    """A round-two prompt is built while other calls are in flight on the same event loop: compiling an
+    author's patterns there (about 0.1 s each) would stall them, so the coordinator names its roster up front."""
+    from council.protocol import anonymise
+
+    names = [*RUN_NAMES, "acme/up-front-1"]  # a set of names no other test compiles
+    anonymiser = Anonymiser(names, authors=["anthropic", "google"])
+    before = anonymise._compile.cache_info()
+    assert anonymiser.scrub("As Sonnet, I agree.", "anthropic") == f"As {REDACTED}, I agree."
+    assert anonymiser.scrub("Flash here: correct.", "google") == f"{REDACTED} here: correct."
+    assert anonymise._compile.cache_info().misses == before.misses  # nothing compiled at the first text
+    anonymiser.scrub("Max here: correct.", "alibaba")
+    assert anonymise._compile.cache_info().misses == before.misses + 1  # an author not named is compiled then
