@@ -177,7 +177,9 @@ async def test_a_worker_node_lost_mid_run(tmp_path, local_cluster):
     replacement = [w for w in result.processes["workers"] if w["pid"] not in {a["Pid"] for a in before}]
     assert len(replacement) == 1, result.processes["workers"]
     served, again = replacement[0]["served_from_archive"], replacement[0]["issued"]
-    assert served == archived_at_loss > 0  # what the lost worker had archived was not asked again
+    # Served from the archive: what the lost worker had archived of the chunks sent again. A chunk it had finished
+    # before the loss is not sent again, so its archived votes are not served (not equal to the archive at the loss).
+    assert 0 < served <= archived_at_loss
     unarchived = billed_at_loss - archived_at_loss
     print(f"node lost mid-run: billed {paid}, undisturbed {reference_billed}; at the loss {billed_at_loss} billed "
           f"and {archived_at_loss} archived; the replacement was served {served} votes and asked {again}")
