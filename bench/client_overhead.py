@@ -1,6 +1,6 @@
 """Judge calls per second on one core: this project's client and coordinator versus the official SDK.
 
-Both sides talk to a provider that costs almost nothing (``bench/_canned.py``: one canned verdict for every
+Both sides talk to a provider that costs almost nothing (``bench/support/canned.py``: one canned verdict for every
 request, plain asyncio, in its own process), so what is measured is the client side's own cost per judge
 call, not the provider's. The provider's CPU is measured during every measurement and printed as a share of
 one core.
@@ -78,7 +78,7 @@ PROVIDER_MAX_CORE = 0.8  # above this share of its core, the provider, not the c
 CHECK_RATIO = 2.0
 TARGET_RATIO = 5.0  # later work: the whole run
 TARGET_COORDINATOR_RATIO = 10.0  # later work: the coordinator alone
-CANNED = Path(__file__).resolve().parent / "_canned.py"
+CANNED = Path(__file__).resolve().parent / "support" / "canned.py"
 
 
 # ---- the provider --------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ Throughput part. Rows: the shipped sample copied to ``--rows`` rows (default 4,8
 this driver's), with no latency, no faults and no quotas, started afresh for each run. Three runs of the same
 rows: ``driver`` (``--backend local``: this process does every vote: the baseline), ``shards=1`` and
 ``shards=3``. For each: wall time, votes/s, and CPU seconds per 10,000 votes counted over every process of
-the run (``bench/_cpu.py``: this driver, the provider's process, Ray's head and worker nodes, the shard
+the run (``bench/support/cpu.py``: this driver, the provider's process, Ray's head and worker nodes, the shard
 workers, the writer and the quota actors), by process, so the work sharding moves out of the driver is
 counted where it goes. The driver's own CPU per 10,000 votes is shown beside it.
 
@@ -44,7 +44,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _cpu import TreeCpu  # noqa: E402
+from support.cpu import TreeCpu  # noqa: E402
 from quota_utilisation import bound_s, council_config, make_rows, share_429  # noqa: E402
 from quota_utilisation import sim_config as quota_world  # noqa: E402
 from run_scale import SAMPLE_BANK, make_responses, sim_config, start_sim, stop_sim  # noqa: E402

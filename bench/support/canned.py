@@ -2,7 +2,7 @@
 every POST with the same verdict, for benchmarks of the client side (``bench/client_overhead.py``).
 
 Plain asyncio (no web framework): HTTP/1.1 with keep-alive, each request read by its Content-Length and
-answered at once with one canned body. Run: ``python bench/_canned.py``; it prints
+answered at once with one canned body. Run: ``python bench/support/canned.py``; it prints
 ``canned provider listening on http://127.0.0.1:PORT/v1`` and serves until terminated.
 """
 
