@@ -2,26 +2,23 @@
 
 Each round-two record keeps the letters of the peers it was shown (``peer_letters``: letter -> vendor)
 and how many names were scrubbed from each of their reasons (``peers_scrubbed``), so the counts come
-from what was sent, and ``council rescore`` reproduces them. Records archived before ``peers_scrubbed``
-existed count as shown with nothing scrubbed.
+from what was sent, and ``council rescore`` reproduces them. The records are read once, with the votes
+(``Counters.peers_shown``). Records archived before ``peers_scrubbed`` existed count as shown with nothing
+scrubbed.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-from council.store.runfolder import ROUND_FILES, iter_json
+from collections.abc import Mapping
 
 
-def anonymisation(folder: Path) -> dict[str, dict[str, int]]:
+def anonymisation(peers_shown: Mapping[tuple[str, str], tuple[dict[str, str], dict[str, int]]]
+                  ) -> dict[str, dict[str, int]]:
     """Per member whose reasons were shown to peers in round two: ``reasons_shown`` (one per peer prompt
     that showed it), ``reasons_scrubbed`` (of those, the ones with a name cut out) and ``names_scrubbed``
-    (the names cut). A later record of a vote supersedes an earlier one, as in scoring."""
-    latest: dict[tuple[str, str], tuple[dict[str, str], dict[str, int]]] = {}  # only what is counted is kept
-    for _, record in iter_json(folder / ROUND_FILES[2], missing_ok=True):
-        latest[(record["row_id"], record["member"])] = (record.get("peer_letters") or {},
-                                                        record.get("peers_scrubbed") or {})
+    (the names cut). ``peers_shown``: (row, member) -> the latest round-two record's letters and counts."""
     out: dict[str, dict[str, int]] = {}
-    for letters, scrubbed in latest.values():
+    for letters, scrubbed in peers_shown.values():
         for letter, author in letters.items():
             counts = out.setdefault(author, {"reasons_shown": 0, "reasons_scrubbed": 0, "names_scrubbed": 0})
             names = int(scrubbed.get(letter, 0))

@@ -43,6 +43,8 @@ class Counters:
     member_votes: Counter[str] = field(default_factory=Counter)
     member_status: dict[str, Counter[str]] = field(default_factory=dict)  # member -> parse status -> votes
     self_identified: Counter[str] = field(default_factory=Counter)  # model -> responses naming their own maker
+    peers_shown: dict[tuple[str, str], tuple[dict[str, str], dict[str, int]]] = field(default_factory=dict)
+    """(row, member) -> the round-two vote's peer letters and the names cut from each (the latest record)."""
 
     def add(self, rec: dict[str, Any]) -> None:
         status = rec.get("parse_status")
@@ -58,6 +60,9 @@ class Counters:
         if len(raws) > 1:
             self.reasked_requests.add(rec.get("request_id", ""))
         self.member_votes[rec["member"]] += 1
+        if rec.get("round") == 2:
+            self.peers_shown[(rec["row_id"], rec["member"])] = (rec.get("peer_letters") or {},
+                                                                rec.get("peers_scrubbed") or {})
         self.member_status.setdefault(rec["member"], Counter())[status] += 1
 
 

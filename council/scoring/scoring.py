@@ -372,7 +372,7 @@ def rescore(folder: RunFolder) -> dict[str, Any]:
     summary["state"] = state
     summary["complete"] = state["state"] == "finished" and not summary["not_graded_rows"]
     summary["refused_rows"] = len(refused)
-    summary["anonymisation"] = anonymisation(folder.path)  # names cut from each member's reasons shown to peers
+    summary["anonymisation"] = anonymisation(arrays.counters.peers_shown)  # names cut from each member's reasons shown to peers
     if refused:
         summary["diagnostics"]["warnings"].append(
             f"{len(refused)} rows refused before any call (e.g. {next(iter(refused.values()))})")
