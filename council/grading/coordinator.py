@@ -17,7 +17,10 @@ taking of new work; work in flight gets the grace period, then is abandoned.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
 import hashlib
+import threading
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from typing import Protocol, TypeVar
 
@@ -114,8 +117,9 @@ class Coordinator:
                 await self.grade_row(row)
 
         order = [t.row_id for t in tasks]
-        await self._work(iter(tasks), one)
-        await self._finish_audits()
+        with heap_frozen():
+            await self._work(iter(tasks), one)
+            await self._finish_audits()
         return [rows[r] for r in order if r in rows]
 
     async def _work(self, source: Iterator, handle: Callable) -> None:
@@ -310,6 +314,33 @@ class Coordinator:
                 await asyncio.gather(*late, return_exceptions=True)
                 return
             await asyncio.gather(*pending)
+
+
+_frozen = 0
+_frozen_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def heap_frozen() -> Iterator[None]:
+    """While a run grades, what was alive before it (modules, the bank, the config...) is left out of the
+    garbage collector's passes (``gc.freeze``), and put back when the last grading run of the process ends.
+
+    A vote's objects live while its call is in flight, so many outlive two young collections and reach the
+    oldest generation before they are freed; the full passes they set off walked the whole heap each time
+    (about 40% of the coordinator's time on a fast provider). Objects are still freed when no longer
+    referenced; only garbage cycles that were frozen wait for the end of the run to be collected."""
+    global _frozen
+    with _frozen_lock:
+        if _frozen == 0:
+            gc.freeze()
+        _frozen += 1
+    try:
+        yield
+    finally:
+        with _frozen_lock:
+            _frozen -= 1
+            if _frozen == 0:
+                gc.unfreeze()
 
 
 def audit_sampled(seed: int, key: VoteKey, fraction: float) -> bool:
