@@ -1,11 +1,12 @@
-"""Deliberation and agreement metrics at scale: this project's numpy aggregator against pandas, like for like.
+"""Deliberation and agreement metrics at scale: this project's numpy aggregator against pandas, DuckDB and
+polars, like for like.
 
 Data: a seeded synthetic council run of N rows x 5 members x 2 rounds (int8 codes, -1 missing /
 0 incorrect / 1 correct). Each row has a latent chance of being judged correct; about 10% of votes
 are missing (independently per member and round) and round two is round one with about 5% of the
 votes flipped. Generation is not timed.
 
-Input layout (the same for both sides): long-format numpy arrays, one entry per (row, member, round):
+Input layout (the same for every side): long-format numpy arrays, one entry per (row, member, round):
 ``row`` int64, ``member`` int8 (code 0..4), ``round`` int8 (1 or 2), ``vote`` int8, in row-major
 order, as data loaded from a file would arrive. Each side's conversion to its own layout is part of
 its timed pass, and is also reported separately:
@@ -19,44 +20,57 @@ its timed pass, and is also reported separately:
             metrics written the way an analyst would: groupby per row and round for the tallies, a
             merge of the two rounds per (row, member) for flips, a pivot per round for pairwise
             agreement
+    duckdb  the arrays registered as a view of an in-memory connection, then SQL: tallies grouped by
+            row and round, one row per (row, member) with both rounds' votes for flips, one row per
+            (row, round) with every member's vote for pairwise agreement (``bench/support/
+            aggregate_baselines.py``; default threads, every core)
+    polars  a DataFrame from the arrays, then pivots per (row, round) and per (row, member) and
+            group-bys over them (same module; default thread pool)
 
-Metrics, identical on both sides: consensus of both rounds (verdicts, ties, no-quorum rows),
+DuckDB and polars are further baselines: reported as ratios (side / ours) beside pandas, checked for
+equal results, no speed target. A side whose package is not installed is reported as skipped (null
+ratio), not failed. (polars is not among the project's test extras.)
+
+Metrics, identical on every side: consensus of both rounds (verdicts, ties, no-quorum rows),
 deliberation_impact, agreement_lift, consensus_flip_rate, unanimity_lift, member_flips (to_correct,
 to_incorrect, valid_both) and pairwise percent agreement for every member pair in each round.
 
-Protocol, identical on both sides: each side runs in its own child process (so its peak RSS is its
+Protocol, identical on every side: each side runs in its own child process (so its peak RSS is its
 own: VmHWM of the child, which includes the long input arrays), builds the same input (checked by a
 hash of the votes), does one untimed warm-up pass and then --repeats timed passes (default 3);
 median and min are reported. Every pass is conversion + metrics.
 
 Size: pandas is first run on a 1M-row probe to measure its peak RSS per row; the compared size is
-the largest whole number of millions of rows (at most 10M) whose projected pandas peak stays under
-the budget (8 GiB, or 75% of the memory available at start if that is smaller). Both sides run at
-that size and the ratio pandas / ours is taken from the medians of that same run. Ours is also run,
-separately and with no ratio, at 10M rows (--full-rows).
+the largest whole number of millions of rows, at most 2M, whose projected pandas peak stays under
+the budget (8 GiB, or 75% of the memory available at start if that is smaller). The 2M cap keeps
+the four sides' 16 passes within a few minutes on a 2-core machine (pandas, DuckDB and polars each
+take seconds per million rows). Every side runs at that size and each ratio is taken from the
+medians of that same run. Ours is also run, separately and with no ratio, at 10M rows (--full-rows).
 
-Checked on every run: the results of the two sides at the compared size, verdict arrays and counts
-exactly, float metrics within 1e-9 (pairwise agreement off the diagonal). The JSON line reports the
-outcome as computed (results_equal, max_abs_diff); a mismatch, or differing inputs, makes the script
-exit with status 1 after printing everything.
+Checked on every run: the results of every side at the compared size against ours, verdict arrays
+and counts exactly, float metrics within 1e-9 (pairwise agreement off the diagonal). The JSON line
+reports the outcome as computed (results_equal, max_abs_diff, and per baseline); a mismatch, or
+differing inputs, makes the script exit with status 1 after printing everything.
 
 Also timed (once, as before): a paired percentile bootstrap of 20 models x 50,000 items with 1,000
 resamples, via aggregator._bootstrap (score_matrix + bootstrap_scores), or an inline numpy matmul
 bootstrap if that module is absent.
 
-Run from the repository root (needs pandas; about 2 minutes on 2 cores, most of it the pandas
-passes; up to ~8 GiB in the pandas child, one child at a time, the parent stays small):
+Run from the repository root (needs pandas; duckdb and polars if installed; about 3-4 minutes on 2
+cores, most of it the baselines' passes; one child at a time, the parent stays small):
     python bench/aggregate_scale.py
-Quick run (about 10 seconds):
+Quick run (under a minute):
     python bench/aggregate_scale.py --rows 1000000 --full-rows 1000000
 --rows N forces the compared size (the probe is skipped); --full-rows N sets the ours-only size.
-Target: pandas / ours >= 30x. The last line printed is one JSON object with the figures.
+Target: pandas / ours >= 30x. The last line printed is one JSON object with the figures
+(``duckdb_over_ours``, ``polars_over_ours``, and each baseline's detail under ``baselines``).
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib.util
 import json
 import math
 import os
@@ -70,6 +84,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from aggregator._codes import CORRECT, INCORRECT, MISSING  # noqa: E402
 from aggregator._consensus import consensus, tally_rounds  # noqa: E402
@@ -98,9 +113,11 @@ GIB = 2**30
 PANDAS_BUDGET = 8 * GIB
 AVAILABLE_SHARE = 0.75
 PROBE_ROWS = 1_000_000
-MAX_ROWS = 10_000_000
+MAX_ROWS = 10_000_000  # the ours-only run
+COMPARED_MAX_ROWS = 2_000_000  # the compared size at most: four sides x (warm-up + repeats) passes in a few minutes
 TOL = 1e-9
 NAMES = [f"vendor{j}" for j in range(MEMBERS)]
+BASELINES = {"duckdb": "duckdb", "polars": "polars"}  # further baselines (side: the package it needs)
 
 
 # ---------------------------------------------------------------------------
@@ -363,6 +380,16 @@ def side_child(side: str, rows: int, warmup: int, repeats: int, out_path: str) -
         def metrics(layout):
             return pandas_metrics(layout, rows, MEMBERS)
 
+    elif side in BASELINES:
+        from support import aggregate_baselines
+
+        importlib.import_module(BASELINES[side])  # imported before the baseline RSS, like pandas
+        convert = getattr(aggregate_baselines, f"to_{side}")
+        side_metrics = getattr(aggregate_baselines, f"{side}_metrics")
+
+        def metrics(layout):
+            return side_metrics(layout, rows, MEMBERS, QUORUM)
+
     else:
 
         def convert(cols):
@@ -540,16 +567,16 @@ def main() -> int:
         else:
             # One cold pass of pandas on a small slice, only to measure its memory per row.
             probe, _ = run_side("pandas", PROBE_ROWS, 0, 1, tmp)
-            rows, per_row = choose_rows(probe, budget, MAX_ROWS)
+            rows, per_row = choose_rows(probe, budget, COMPARED_MAX_ROWS)
             projected = probe["base_rss_bytes"] + per_row * rows
-            limit = "size cap" if rows == MAX_ROWS else f"{budget / GIB:.2f} GiB budget"
+            limit = "size cap" if rows == COMPARED_MAX_ROWS else f"{budget / GIB:.2f} GiB budget"
             reason = (
                 f"pandas probe at {PROBE_ROWS:,} rows: peak RSS {probe['peak_rss_bytes'] / GIB:.2f} GiB, "
                 f"baseline {probe['base_rss_bytes'] / GIB:.2f} GiB, {per_row:.0f} B/row; projected peak at "
                 f"{rows:,} rows {projected / GIB:.2f} GiB; largest whole million within the {limit} "
                 f"(budget = min({args.pandas_budget_gib:g} GiB, {AVAILABLE_SHARE:.0%} of "
                 + (f"{available / GIB:.1f} GiB available" if available is not None else "available: unknown")
-                + f"), cap {MAX_ROWS:,})"
+                + f"), cap {COMPARED_MAX_ROWS:,})"
             )
             print(f"size          {rows:>11,} rows  chosen: {reason}", flush=True)
 
@@ -558,6 +585,15 @@ def main() -> int:
         print(_side_line("pandas", pandas_info), flush=True)
         ours_info, ours_res = run_side("ours", rows, args.warmup, args.repeats, tmp)
         print(_side_line("ours", ours_info), flush=True)
+        # The further baselines: the same size, input and passes, each in its own child.
+        baselines = {}
+        for side, package in BASELINES.items():
+            if importlib.util.find_spec(package) is None:
+                baselines[side] = None
+                print(f"{side:<14}skipped: {package} is not installed", flush=True)
+                continue
+            baselines[side] = run_side(side, rows, args.warmup, args.repeats, tmp)
+            print(_side_line(side, baselines[side][0]), flush=True)
         if args.full_rows == rows:
             full_info = ours_info
         else:
@@ -579,6 +615,27 @@ def main() -> int:
     )
     for m in mismatches:
         print(f"  MISMATCH {m}")
+    baseline_figures: dict = {}
+    for side, got in baselines.items():
+        if got is None:
+            baseline_figures[side] = {"skipped": f"{BASELINES[side]} is not installed"}
+            continue
+        info, res = got
+        side_same = info["votes_hash"] == ours_info["votes_hash"]
+        side_equal, side_diff, side_bad = compare(ours_res, res)
+        side_equal = side_equal and side_same
+        med, lo = _median_min(info["seconds"])
+        print(f"{side} / ours = {med / ours_med:.1f}x at {rows:,} rows (medians, this run, conversion included); "
+              f"inputs identical {side_same}, results equal {side_equal}, largest absolute difference {side_diff:.3g}")
+        for m in side_bad:
+            print(f"  MISMATCH ({side}) {m}")
+        baseline_figures[side] = {
+            "seconds_median": round(med, 4), "seconds_min": round(lo, 4),
+            "seconds_all": [round(t, 4) for t in info["seconds"]],
+            "convert_seconds_median": round(statistics.median(info["convert_seconds"]), 4),
+            "over_ours": round(med / ours_med, 2), "peak_rss_bytes": info["peak_rss_bytes"],
+            "inputs_identical": side_same, "results_equal": bool(side_equal), "max_abs_diff": _json_float(side_diff),
+        }
     print(f"pairwise agreement: {PAIRWISE_SOURCE}; 1-minute load average {load_start:.2f} at start")
     print(
         f"metrics: deliberation_impact {ours_res['deliberation_impact']:.6f}  agreement_lift "
@@ -638,12 +695,16 @@ def main() -> int:
         "agreement_lift": _json_float(round(ours_res["agreement_lift"], 6)),
         "consensus_flip_rate": _json_float(round(ours_res["consensus_flip_rate"], 6)),
         "unanimity_lift": _json_float(round(ours_res["unanimity_lift"], 6)),
+        **{f"{side}_over_ours": f.get("over_ours") for side, f in baseline_figures.items()},
+        "baselines": baseline_figures,
         "load_avg_1m_start": round(load_start, 2),
         "load_avg_1m_end": round(os.getloadavg()[0], 2),
     }
-    ok = bool(equal) and ratio >= figures["target_speedup"]
+    baselines_equal = all(f.get("results_equal", True) for f in baseline_figures.values())  # skipped: no verdict
+    ok = bool(equal) and baselines_equal and ratio >= figures["target_speedup"]
     print("OK: results equal, speedup at or above the target" if ok else
-          f"FAILED: results equal {bool(equal)}, speedup {ratio:.1f}x (target >= {figures['target_speedup']}x)")
+          f"FAILED: results equal {bool(equal)} (pandas), {baselines_equal} (further baselines), speedup {ratio:.1f}x "
+          f"(target >= {figures['target_speedup']}x)")
     figures["ok"] = ok
     print(json.dumps(figures))
     return 0 if ok else 1
