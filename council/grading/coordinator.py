@@ -96,8 +96,9 @@ class Coordinator:
     async def run(self, rows: Iterable[ResponseRow]) -> None:
         """Grade every row; at most ``config.rows_in_flight`` rows are in progress at once. A budget that
         runs out stops new rows; the votes in flight finish and are archived."""
-        await self._work(iter(rows), self.grade_row)
-        await self._finish_audits()
+        with heap_frozen():
+            await self._work(iter(rows), self.grade_row)
+            await self._finish_audits()
 
     async def run_elicited(self, tasks: list) -> list[ResponseRow]:  # noqa: ANN001 - ElicitTasks
         """Ask the models under test, then grade each answer as soon as it arrives (no barrier between
