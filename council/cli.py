@@ -37,11 +37,12 @@ from council.console.options import (CONFIG_HELP, SAMPLE_BANK_HELP, SAMPLE_RESPO
 from council.console.outcomes import job_outcome, run_outcome
 from council.console.output import console, out, quiet_stdout, say
 from council.console.progress import ProgressDisplay, RunBoard, job_progress
-from council.console.results import print_partial, print_result, print_warnings
+from council.console.results import print_partial, print_result, print_timings, print_warnings
 from council.console.runs import list_runs, open_run, show_row, show_run
 from council.core.errors import ConfigError, CouncilError, InputError, ProviderUnavailable
-from council.grading.stop import StopControl
+from council.grading.stop import StopControl, Stopped
 from council.protocol.config import CouncilConfig, validation_problems
+from council.report.background import ReportDrawing
 from council.run.runner import RunRequest, RunResult, provider_endpoint, resume_council, run_council
 from council.store.runfolder import MANIFEST, RunFolder
 from council.tools import loadtest
@@ -377,6 +378,7 @@ def _grade(args: argparse.Namespace, command_line: str) -> int:
     else:
         seats = _seats(RunFolder.open_run(args.runs_dir, resume).read_json(MANIFEST).get("roster", []))
     board = RunBoard(seats)
+    drawing: list[ReportDrawing] = []
     with ProgressDisplay(board, args.progress_every):
         imported, skipped = None, []
         if args.command == "grade":
@@ -392,7 +394,16 @@ def _grade(args: argparse.Namespace, command_line: str) -> int:
                 f"{escape(result.ids)})", to=console)
             imported, skipped = result.rows, result.problems
         hooks = board.hooks()
-        if resume is None:
+
+        def start(stop: StopControl) -> Awaitable[RunResult]:
+            # report.html is drawn by a child process while the results are printed and Ray stops; a run
+            # stopped before its end gets none (`council report RUN` draws it).
+            hooks.report = lambda run_dir: None if stop.requested else drawing.append(ReportDrawing(run_dir))
+            if resume is not None:
+                return resume_council(
+                    args.runs_dir, resume, backend=args.backend, provider_url=args.provider_url,
+                    ray_address=args.ray_address, shards=args.shards, budget_usd=args.budget_usd,
+                    command=command_line, stop=stop, hooks=hooks)
             if _models(args) and Path(args.responses) != bank.SAMPLE_RESPONSES:
                 raise ConfigError("--models asks the models for answers; it cannot be combined with --responses")
             req = RunRequest(
@@ -401,14 +412,50 @@ def _grade(args: argparse.Namespace, command_line: str) -> int:
                 config=config, sim_config=args.sim_config, reuse_from=args.reuse_from, command=command_line,
                 models=_models(args), rows=imported, skipped_inputs=skipped, shards=args.shards or 0,
             )
-            result = _with_signals(lambda stop: run_council(req, stop=stop, hooks=hooks))
-        else:
-            result = _with_signals(lambda stop: resume_council(
-                args.runs_dir, resume, backend=args.backend, provider_url=args.provider_url,
-                ray_address=args.ray_address, shards=args.shards, budget_usd=args.budget_usd, command=command_line,
-                stop=stop, hooks=hooks))
+            return run_council(req, stop=stop, hooks=hooks)
+
+        try:
+            result = _with_signals(start)
+        except Stopped as exc:
+            say(f"[yellow]{escape(str(exc))}[/yellow]", to=console)
+            return _exit(EXIT_SIGNAL["interrupt"])
         board.phase = "report"
-    return run_outcome(result, args.command)
+    try:
+        code = run_outcome(result, args.command)
+        timings = hooks.timings
+        if not raycluster.still_starting():
+            with timings.phase("ray stop"):
+                raycluster.shutdown_ray()
+        for report in drawing:
+            with timings.phase("report"):
+                problem = report.wait()
+            if problem is None:
+                say(f"report: {escape(str(report.path))}")
+            else:
+                say(f"[yellow]report.html not written[/yellow] ({escape(problem)}); `council report "
+                    f"{escape(result.run_dir.name)}` draws it", to=console)
+        if args.timings:
+            print_timings(timings)
+    except KeyboardInterrupt:
+        say(f"[yellow]interrupted[/yellow]: the run is recorded in its folder; report.html may be missing "
+            f"(`council report {escape(result.run_dir.name)}` draws it)", to=console)
+        code = EXIT_SIGNAL["interrupt"]
+    finally:
+        for report in drawing:
+            report.stop()
+    return _exit(code)
+
+
+def _exit(code: int) -> int:
+    """``code``, to return from main; a Ray still starting in its thread (the run stopped meanwhile) would hold the
+    interpreter's exit until it is up, so then the process ends here, its output flushed."""
+    from council.cluster import raycluster
+
+    if raycluster.still_starting():
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
 
 
 def _with_signals(start: Callable[[StopControl], Awaitable[RunResult]]) -> RunResult:

@@ -20,50 +20,62 @@ NAMESPACE = "grading-council"
 
 @ray.remote(num_cpus=0)
 class QuotaActor:
-    """The one ledger of a vendor for the whole cluster, found by name: ``quota:<vendor>``."""
+    """The one ledger of each vendor for the whole cluster, every vendor's in this one actor (one process, not
+    one per vendor), found by name: ``quotas``."""
 
-    def __init__(self, limits: Limits) -> None:
-        self._ledger = QuotaLedger(limits)
+    def __init__(self, limits: dict[str, Limits]) -> None:
+        self._ledgers = {vendor: QuotaLedger(lim) for vendor, lim in limits.items()}
 
-    def configure(self, limits: Limits) -> None:
-        if limits != self._ledger.limits:
-            self._ledger = QuotaLedger(limits)
+    def configure(self, limits: dict[str, Limits]) -> None:
+        for vendor, lim in limits.items():
+            ledger = self._ledgers.get(vendor)
+            if ledger is None or ledger.limits != lim:
+                self._ledgers[vendor] = QuotaLedger(lim)
 
-    def lease(self, holder: str, want_requests: int, want_tokens: int, report: Report) -> Grant:
-        return self._ledger.lease(holder, want_requests, want_tokens, report)
+    def lease(self, vendor: str, limits: Limits | None, holder: str, want_requests: int, want_tokens: int,
+              report: Report) -> Grant:
+        """A lease of ``vendor``'s ledger; one that has none yet (its holder asked before the run's
+        configuration arrived) gets one with the holder's ``limits``."""
+        ledger = self._ledgers.get(vendor)
+        if ledger is None:
+            ledger = self._ledgers[vendor] = QuotaLedger(limits or Limits())
+        return ledger.lease(holder, want_requests, want_tokens, report)
 
-    def stats(self) -> dict:
-        return self._ledger.report()
+    def stats(self, vendor: str) -> dict:
+        return self._ledgers[vendor].report()
 
 
-def quota_name(vendor: str) -> str:
-    return f"quota:{vendor}"
+QUOTAS = "quotas"
 
 
-def quota_actor(vendor: str, limits: Limits, **options):  # noqa: ANN003, ANN201 - Ray options; an actor handle
-    """The vendor's quota actor: created on first use, then found by name from any process of the cluster
-    (``options``, such as a scheduling strategy, apply when it is created)."""
-    actor = QuotaActor.options(name=quota_name(vendor), namespace=NAMESPACE, get_if_exists=True, max_restarts=-1,
+def quota_actor(limits: dict[str, Limits], **options):  # noqa: ANN003, ANN201 - Ray options; an actor handle
+    """The quota actor, holding a ledger for each vendor of ``limits``: created on first use, then found by name
+    from any process of the cluster (``options``, such as a scheduling strategy, apply when it is created). It
+    is configured without waiting: calls from one process reach it in order, and it serves another
+    process's first lease only once it is up."""
+    actor = QuotaActor.options(name=QUOTAS, namespace=NAMESPACE, get_if_exists=True, max_restarts=-1,
                                max_task_retries=-1, **options).remote(limits)
-    ray.get(actor.configure.remote(limits))
+    actor.configure.remote(limits)
     return actor
 
 
 class RayLedger:
-    """A limiter's handle on the vendor's quota actor."""
+    """A limiter's handle on its vendor's ledger in the quota actor."""
 
-    def __init__(self, vendor: str) -> None:
-        self._actor = ray.get_actor(quota_name(vendor), namespace=NAMESPACE)
+    def __init__(self, vendor: str, limits: Limits | None = None) -> None:
+        self._vendor = vendor
+        self._limits = limits
+        self._actor = ray.get_actor(QUOTAS, namespace=NAMESPACE)
 
     async def lease(self, holder: str, want_requests: int, want_tokens: int, report: Report) -> Grant:
-        return await self._actor.lease.remote(holder, want_requests, want_tokens, report)
+        return await self._actor.lease.remote(self._vendor, self._limits, holder, want_requests, want_tokens, report)
 
 
 @ray.remote
 class JudgeActor:
     def __init__(self, member: MemberSpec, endpoint: Endpoint, params: JudgeParams, settings: VendorSettings,
                  seed: int, prices: tuple[float, float]) -> None:
-        limiter = Limiter(RayLedger(member.vendor), f"judge:{member.vendor}:{os.getpid()}",
+        limiter = Limiter(RayLedger(member.vendor, settings.limits), f"judge:{member.vendor}:{os.getpid()}",
                           concurrency=settings.concurrency, seed=seed)
         self._judge = Judge(member, endpoint, params, limiter=limiter, max_batch=settings.max_batch, seed=seed,
                             prices=prices)
@@ -89,7 +101,7 @@ class ElicitorActor:
                  prices: dict[str, tuple[float, float]], seed: int) -> None:
         from elicitor import Elicitor
 
-        limiter = Limiter(RayLedger(vendor), f"elicitor:{vendor}:{os.getpid()}", concurrency=settings.concurrency,
+        limiter = Limiter(RayLedger(vendor, settings.limits), f"elicitor:{vendor}:{os.getpid()}", concurrency=settings.concurrency,
                           seed=seed)
         self._elicitor = Elicitor(endpoint, limiter, vendor=vendor, max_tokens=max_tokens, prices=prices, seed=seed)
 

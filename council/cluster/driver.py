@@ -77,7 +77,7 @@ async def drive_shards(
     asked = time.monotonic()
     here = NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=False)
     restart = {"max_restarts": -1, "max_task_retries": -1}
-    quotas = {v: quota_actor(v, config.settings(v).limits, scheduling_strategy=here) for v in config.roster_vendors}
+    quotas = quota_actor({v: config.settings(v).limits for v in config.roster_vendors}, scheduling_strategy=here)
     writer = WriterActor.options(num_cpus=0, scheduling_strategy=here, **restart).remote(
         str(folder), config.roster_vendors)
     archived = await writer.archived.remote()
@@ -107,7 +107,7 @@ async def drive_shards(
             outcome.abandoned += t["abandoned"]
             outcome.error = outcome.error or t["error"]
         await asyncio.gather(*(w.flush_quota.remote() for w in workers), return_exceptions=True)  # last reports
-        outcome.quota_stats = {v: await a.stats.remote() for v, a in quotas.items()}
+        outcome.quota_stats = {v: await quotas.stats.remote(v) for v in config.roster_vendors}
         outcome.writer = await writer.stats.remote()
         await asyncio.gather(*(w.close.remote() for w in workers))  # a worker's last spend reaches the budget
         closed = True

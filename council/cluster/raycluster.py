@@ -26,11 +26,14 @@ Ray also talks on the driver's stderr, in two voices:
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import io
 import logging
 import os
 import sys
 import tempfile
+import threading
 from typing import Any
 
 from council.core import logs
@@ -70,6 +73,65 @@ def ensure_ray(address: str | None = None, *, num_cpus: int | None = None) -> No
         ray.init(address=address, log_to_driver=False, **_LOGGING)
     if _divert_requested:
         _divert_native_stderr()
+
+
+def ensure_ray_soon(address: str | None = None, *, num_cpus: int | None = None) -> asyncio.Future[None]:
+    """:func:`ensure_ray` in a thread, so that the event loop goes on (answering a Ctrl-C, starting the
+    embedded provider) while Ray starts. The thread never ends: Ray's local node processes die with the thread
+    that started them (``PR_SET_PDEATHSIG``), so it waits, idle, for the life of the process."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[None] = loop.create_future()
+    if _ray_initialized():
+        done.set_result(None)
+        return done
+
+    def settle(error: BaseException | None) -> None:
+        if done.cancelled():
+            return
+        if error is None:
+            done.set_result(None)
+        else:
+            done.set_exception(error)
+
+    def tell(error: BaseException | None) -> None:
+        try:
+            loop.call_soon_threadsafe(settle, error)
+        except RuntimeError:  # the loop has closed: the run ended (stopped) while Ray was starting
+            pass
+
+    context = contextvars.copy_context()  # Ray's notices go to the log of the run that started it
+
+    def start() -> None:
+        try:
+            context.run(ensure_ray, address, num_cpus=num_cpus)
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting coroutine
+            _settled.set()
+            tell(exc)
+            return
+        _settled.set()
+        tell(None)
+        threading.Event().wait()
+
+    _settled.clear()
+    threading.Thread(target=start, name="ray-start", daemon=True).start()
+    return done
+
+
+_settled = threading.Event()  # the last start in a thread (:func:`ensure_ray_soon`) has ended, one way or another
+_settled.set()
+
+
+def still_starting() -> bool:
+    """Whether Ray is being started in the background (:func:`ensure_ray_soon`) and is not up yet."""
+    return not _settled.is_set()
+
+
+def _ray_initialized() -> bool:
+    if "ray" not in sys.modules:
+        return False
+    import ray
+
+    return ray.is_initialized()
 
 
 def _loopback_even_if_imported_earlier() -> None:
@@ -176,8 +238,8 @@ def node_count() -> int:
 
 
 def shutdown_ray() -> None:
-    import ray
+    if _ray_initialized():
+        import ray
 
-    if ray.is_initialized():
         ray.shutdown()
     _restore_native_stderr()

@@ -7,21 +7,27 @@ from collections.abc import Iterable
 
 from council.core.schema import ElicitedRecord, JudgeCallRecord
 from council.grading.pools import _judge_prices, _model_prices
-from council.grading.stop import Stopped
+from council.grading.stop import StopControl, Stopped
 from council.protocol.config import CouncilConfig, Endpoint
 from council.transport.dispatch import MicroBatcher
 from council.transport.judge import JudgeTask
 
 
 class RayPool:
-    """One async Ray actor per vendor judge and per vendor elicitor; actor calls carry batches."""
+    """One async Ray actor per vendor judge and per vendor elicitor; actor calls carry batches.
 
-    def __init__(self, config: CouncilConfig, endpoints: dict[str, Endpoint], models: Iterable[str] = ()) -> None:
+    Nothing here waits for an actor to start: the pool is built at once, and each vendor's batches go out once
+    its actor is up. A stop requested while an actor is still starting fails the batches waiting for it with
+    :class:`Stopped` (nothing of them was sent to a provider), so stopping never waits for a process to start."""
+
+    def __init__(self, config: CouncilConfig, endpoints: dict[str, Endpoint], models: Iterable[str] = (), *,
+                 stop: StopControl | None = None) -> None:
         from council.cluster.actors import ElicitorActor, JudgeActor, quota_actor
 
         models = list(models)
-        vendors = dict.fromkeys([*config.roster_vendors, *(config.vendor_of(m) for m in models)])
-        self.quotas = {v: quota_actor(v, config.settings(v).limits) for v in vendors}
+        self._stop = stop or StopControl()
+        self.vendors = list(dict.fromkeys([*config.roster_vendors, *(config.vendor_of(m) for m in models)]))
+        self.quotas = quota_actor({v: config.settings(v).limits for v in self.vendors})
         # A judge or elicitor actor that dies is restarted, and the batches it held are sent to it again
         # (only calls in flight at the crash can be paid twice; their results were never returned).
         options = {"max_concurrency": 4096, "num_cpus": 0, "max_restarts": -1, "max_task_retries": -1}
@@ -37,15 +43,32 @@ class RayPool:
                 config.seed)
             for v in dict.fromkeys(config.vendor_of(m) for m in models)
         }
-        self._judge_batchers = {v: self._batcher(a.grade_batch, v) for v, a in self.actors.items()}
-        self._elicit_batchers = {v: self._batcher(a.elicit_batch, v) for v, a in self.elicitor_actors.items()}
+        self._ready = {a: asyncio.ensure_future(_up(a)) for a in [*self.actors.values(), *self.elicitor_actors.values()]}
+        self.started = asyncio.gather(*self._ready.values())  # every actor up
+        self._judge_batchers = {v: self._batcher(a, a.grade_batch, v) for v, a in self.actors.items()}
+        self._elicit_batchers = {v: self._batcher(a, a.elicit_batch, v) for v, a in self.elicitor_actors.items()}
 
-    @staticmethod
-    def _batcher(method, vendor: str) -> MicroBatcher:  # noqa: ANN001 - a Ray actor method
+    def _batcher(self, actor, method, vendor: str) -> MicroBatcher:  # noqa: ANN001 - a Ray actor and its method
         async def send(items: list) -> list:
+            await self._until_up(actor)
             return await method.remote(items)
 
         return MicroBatcher(send, max_batch=64, linger_s=0.002, name=f"ray-{vendor}")
+
+    async def _until_up(self, actor) -> None:  # noqa: ANN001 - a Ray actor
+        ready = self._ready[actor]
+        if ready.done():
+            return
+        stopping = asyncio.ensure_future(self._stop.wait())
+        try:
+            await asyncio.wait({ready, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopping.cancel()
+        if not ready.done():
+            raise Stopped("run stopping before its judge started")
+
+    def _up_actors(self) -> list:
+        return [a for a, ready in self._ready.items() if ready.done() and not ready.exception()]
 
     def submit(self, vendor: str, task: JudgeTask) -> asyncio.Future[JudgeCallRecord]:
         return self._judge_batchers[vendor].submit(task)
@@ -54,27 +77,37 @@ class RayPool:
         return self._elicit_batchers[vendor].submit(task)
 
     async def flush_quota(self) -> None:
-        """Every judge and elicitor actor tells its vendor's quota actor what it has not been told yet."""
-        await asyncio.gather(*(a.flush_quota.remote() for a in [*self.actors.values(), *self.elicitor_actors.values()]),
-                             return_exceptions=True)
+        """Every judge and elicitor actor that is up tells the quota actor what it has not been told yet."""
+        await asyncio.gather(*(a.flush_quota.remote() for a in self._up_actors()), return_exceptions=True)
 
     async def quota_stats(self) -> dict[str, dict]:
-        """Each vendor's quota actor's report, once every judge and elicitor actor has told it everything."""
+        """Each vendor's quota report, once every judge and elicitor actor has told the quota actor everything
+        (none when the run stopped before the quota actor was up)."""
         await self.flush_quota()
-        return {v: await actor.stats.remote() for v, actor in self.quotas.items()}
+        if self._stop.requested and not self._up_actors():
+            return {}
+        return {v: await self.quotas.stats.remote(v) for v in self.vendors}
 
     async def cancel_queued(self) -> int:
         stopped = Stopped("run stopping")
         local = sum(b.cancel_pending(stopped) for b in self._judge_batchers.values())
-        return local + sum(await asyncio.gather(*(a.cancel_queued.remote() for a in self.actors.values())))
+        return local + sum(await asyncio.gather(*(a.cancel_queued.remote() for a in self._up_actors()
+                                                  if a in self.actors.values())))
 
     async def close(self) -> None:
         import ray
 
         for batcher in [*self._judge_batchers.values(), *self._elicit_batchers.values()]:
             await batcher.close()
-        for actor in [*self.actors.values(), *self.elicitor_actors.values()]:
+        for actor in self._up_actors():
             try:
                 await actor.close.remote()
-            finally:
-                ray.kill(actor)
+            except Exception:  # noqa: BLE001, S110 - it is killed next either way
+                pass
+        for actor, ready in self._ready.items():
+            ready.cancel()
+            ray.kill(actor)
+
+
+async def _up(actor) -> None:  # noqa: ANN001 - a Ray actor
+    await actor.__ray_ready__.remote()

@@ -128,6 +128,9 @@ def running_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--compress-archive", action="store_true",
                    help="write the run's archive and rows as zstd frames, about 7x smaller; every command reads "
                         "them as it reads plain files (default: off)")
+    p.add_argument("--timings", action="store_true",
+                   help="print where the run's wall time went, phase by phase, after its results (also logged: "
+                        "log.jsonl, event run.done) (default: off)")
     p.add_argument("--progress-every", type=seconds, default=PROGRESS_EVERY_S, metavar="S",
                    help="when stderr is not a terminal, print one progress line every S seconds; 0: none (default: "
                         "10; on a terminal the progress is a live display)")

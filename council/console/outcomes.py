@@ -22,6 +22,10 @@ def run_outcome(result: RunResult, command: str = "run") -> int:
         say(f"[red]stopped: a provider cannot be used:[/red] {escape(str(result.error))}. Everything answered is "
             f"archived; fix the provider settings, then `{again}`", to=console)
         return EXIT_PROVIDER
+    if reason in EXIT_SIGNAL and result.summary["state"]["state"] == "finished":
+        say(f"[yellow]interrupted ({reason}) once the grading was over[/yellow]: the run is finished and scored; "
+            f"report.html was not drawn (`council report {result.run_dir.name}` draws it)", to=console)
+        return EXIT_SIGNAL[reason]
     if reason in EXIT_SIGNAL:
         say(f"[yellow]stopped ({reason})[/yellow]: {result.not_graded} rows not graded; every answered call is "
             f"archived. Continue with `{again}`", to=console)

@@ -10,6 +10,7 @@ from rich.markup import escape
 
 from council.console.output import console, num, pairs, pct, points, say, table
 from council.run.runner import RunResult
+from council.run.timings import Timings
 from council.scoring.scoring import WARN_RATE
 
 
@@ -169,3 +170,12 @@ def print_rules(rules: dict[str, Any] | None) -> None:
                      "-" if change is None else f"{100 * change:.1f} pts"))
     table("grader-rule sensitivity (vs council)", ("rule", "top model", "Kendall tau", "max score change"), rows,
           text_columns=2)
+
+
+def print_timings(timings: Timings) -> None:
+    """Where the run's wall time went: each phase, when it began (seconds after the process started) and how
+    long it took; phases that ran side by side overlap."""
+    say("where the time went (phase, began at, took)")
+    for name, at, seconds in timings.phases:
+        say(f"  {name:<16} {at:7.2f} s {seconds:7.2f} s")
+    say(f"  {'total':<16} {'':>9} {timings.since_start():7.2f} s")

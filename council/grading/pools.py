@@ -1,8 +1,8 @@
 """Judge and elicitor pools: the same plain classes, in this process or inside Ray actors.
 
 Either way each vendor has exactly one quota ledger, which its judge and its elicitor share (one account,
-one limit): an in-process object for local runs, a named Ray actor (``quota:<vendor>``) that every process
-of the cluster draws on otherwise. The pool of Ray actors is :class:`council.cluster.raypool.RayPool`.
+one limit): an in-process object for local runs, a ledger in the named Ray actor ``quotas`` that every
+process of the cluster draws on otherwise. The pool of Ray actors is :class:`council.cluster.raypool.RayPool`.
 """
 
 from __future__ import annotations

@@ -15,15 +15,18 @@ again with an index of the archived votes: a vote whose result is archived is ne
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import os
 import secrets
 import sys
-from collections.abc import Callable, Iterable, Iterator
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import ValidationError
 
@@ -33,21 +36,24 @@ from council.core.errors import ConfigError, InputError, ProviderUnavailable, Ru
 from council.core.schema import BankItem, ElicitedRecord, JudgeCallRecord, ResponseRow, ResumeEntry, RunManifest
 from council.grading.budget import Budget
 from council.grading.coordinator import Coordinator, VoteKey
-from council.grading.stop import StopControl
+from council.grading.stop import StopControl, Stopped
+from council.protocol.anonymise import Anonymiser
 from council.protocol.config import CouncilConfig, Endpoint, validation_problems
 from council.protocol.panels import METHODOLOGY_VERSION
 from council.protocol.prompts import PROMPT_HASHES, PROMPT_VERSION
 from council.scoring.scoring import rescore
 from council.store import archive
+from council.run.timings import Timings
 from council.store.runfolder import ITEMS, LOG, MANIFEST, ROWS, ArchiveIndex, RunFolder, dump_json, iter_jsonl, read_jsonl
 from council.transport.limiter import LedgerHandle
 from elicitor import ElicitTask, elicit_key
 from elicitor.prompts import ELICIT_HASH, ELICIT_VERSION
 
 if TYPE_CHECKING:
-    from council.sim import SimServer
+    from council.sim import SimProcess
 
 BACKENDS = ("ray", "local")
+T = TypeVar("T")
 
 
 @dataclass
@@ -81,6 +87,7 @@ class RunResult:
     stop: StopControl | None = None
     error: ProviderUnavailable | None = None  # the vendor that could not be used, when that stopped the run
     processes: dict[str, Any] | None = None  # a sharded run: each worker's node, votes and CPU; the writer's
+    timings: Timings | None = None
 
     @property
     def stopped_by_budget(self) -> bool:
@@ -110,6 +117,8 @@ class RunHooks:
     holder: str = "local"
     on_quota: Callable[[dict[str, dict]], None] | None = None  # each vendor's quota report, every ``quota_every_s``
     quota_every_s: float = 2.0
+    timings: Timings = field(default_factory=Timings)  # where the run's time goes, phase by phase
+    report: Callable[[Path], None] | None = None  # draws report.html at the end (None: here, before returning)
 
 
 def new_run_id() -> str:
@@ -142,10 +151,16 @@ async def run_council(
     _check_shards(req.shards, req.backend, req.models, req.reuse_from, req.config)
     if req.provider_url is not None:
         provider_endpoint(req.provider_url)  # a bad URL is refused before anything is written
+    stop = stop or StopControl()
+    hooks = hooks or RunHooks()
+    began = time.perf_counter()
     items = load_bank(req.bank)
     scan = None
     if not req.models and req.rows is None:  # validated in one streaming pass; the rows are read again below
-        scan = check_responses(req.responses, items, vendor_map=req.config.vendor_map)
+        # In a thread, so that a Ctrl-C is answered while a large file is read: it ends the pass (Stopped).
+        scan = await asyncio.to_thread(check_responses, req.responses, items, vendor_map=req.config.vendor_map,
+                                       on_row=lambda _row: _unless_stopped(stop))
+    _unless_stopped(stop)
     reusable = _reusable(req.runs_dir, req.reuse_from)
     sim_config = _sim_config(req) if req.provider_url is None else None
     folder = RunFolder.create(req.runs_dir, req.run_id or new_run_id(), compress=req.config.compress_archive)
@@ -155,7 +170,8 @@ async def run_council(
     else:
         source = req.rows if req.rows is not None else iter_responses(req.responses, vendor_map=req.config.vendor_map)
         info = RowsInfo(folder.path, req.config.vendor_map)
-        folder.write_lines(ROWS, info.tap(source))  # rows.jsonl and the fingerprint, in one streaming pass
+        # rows.jsonl and the fingerprint, in one streaming pass (not stopped midway: the folder must be whole)
+        await asyncio.to_thread(folder.write_lines, ROWS, info.tap(source))
         if scan is not None and info.rows != scan.rows:
             raise InputError([f"{req.responses}: changed while it was being read ({scan.rows} rows, then {info.rows})"])
         used = info.item_ids
@@ -173,9 +189,16 @@ async def run_council(
     )
     folder.write_json(MANIFEST, manifest.model_dump(mode="json"))
     folder.write_lines(ITEMS, [i for i in items if i.id in used])
+    hooks.timings.add("validate", began, time.perf_counter() - began)
     return await _drive(folder, manifest, items, info, req.config, archived=None, reusable=reusable,
                         backend=req.backend, provider_url=req.provider_url, ray_address=req.ray_address,
-                        hooks=hooks or RunHooks(), shards=req.shards, elicited={}, audited=set(), stop=stop)
+                        hooks=hooks, shards=req.shards, elicited={}, audited=set(), stop=stop)
+
+
+def _unless_stopped(stop: StopControl) -> None:
+    """Stopped when a stop was asked before the run folder was made (nothing has been written)."""
+    if stop.requested:
+        raise Stopped(f"stopped ({stop.reason}) before the run began: no run folder was made")
 
 
 class RowsInfo:
@@ -290,58 +313,153 @@ async def _drive_logged(
     elicited: dict[str, ElicitedRecord], audited: set[VoteKey], stop: StopControl,
 ) -> RunResult:
     on_start, on_progress = hooks.on_start, hooks.on_progress
+    timings = hooks.timings
     log = logs.get_logger("council.run").bind(run_id=folder.path.name)
+    names = sorted(info.names | set(manifest.models))
+    # Ray and the embedded provider start side by side, while a thread compiles the anonymiser's patterns; a
+    # stop asked meanwhile is answered at once (nothing was sent yet).
+    ray_up = _start_ray(ray_address, shards, timings) if backend == "ray" else None
+    provider = (asyncio.ensure_future(_timed(timings, "provider start", start_embedded(manifest, items, info.read())))
+                if provider_url is None else None)
+    warm = asyncio.ensure_future(_timed(timings, "anonymiser", _in_daemon_thread(warm_anonymiser, config, names)))
     sim = None
-    if backend == "ray":
-        from council.cluster.raycluster import ensure_ray, node_count
-
-        # A local instance gets a logical CPU per shard worker, so every worker is placed on this machine.
-        ensure_ray(ray_address, num_cpus=max(os.cpu_count() or 1, shards) if shards and not ray_address else None)
-        if provider_url is None and node_count() > 1:
-            raise ConfigError("the embedded provider listens on this machine's loopback, which the other nodes of "
-                              "the cluster cannot reach: serve it where they can (`council sim --host ADDRESS` on "
-                              "a node) and pass --provider-url, or use --backend local")
-    if provider_url is None:
-        sim = await start_embedded(manifest, items, info.read())
-        provider_url = sim.url
-    endpoint = provider_endpoint(provider_url, config)
-    models = manifest.models
-    endpoints = {v: endpoint for v in [*config.roster_vendors, *(config.vendor_of(m) for m in models)]}
-    log.info("run.start", rows=info.rows, backend=backend, shards=shards, provider="embedded" if sim else provider_url,
-             archived_votes=len(archived) if archived is not None else None, resumed=bool(manifest.resumes))
-    if on_start is not None:
-        on_start(len(items) * len(models) if models else info.rows)
-    names = sorted(info.names | set(models))
     started = dt.datetime.now(dt.UTC)
-    stats = None
+    outcome = Outcome(0, 0, 0, 0, None, None, {})
     try:
-        if shards:
-            outcome = await _grade_sharded(folder, items, info, config, endpoints, names, shards,
-                                           on_progress=on_progress, stop=stop, log=log)
-        else:
-            outcome = await _grade_here(folder, items, info, config, endpoints, names, models, archived=archived,
-                                        reusable=reusable, backend=backend, hooks=hooks,
-                                        elicited=elicited, audited=audited, stop=stop, log=log)
+        await _first_of([f for f in (ray_up, provider, warm) if f is not None], stop)
+        if not stop.requested:
+            if ray_up is not None:
+                from council.cluster.raycluster import node_count
+
+                if provider_url is None and node_count() > 1:
+                    raise ConfigError("the embedded provider listens on this machine's loopback, which the other "
+                                      "nodes of the cluster cannot reach: serve it where they can (`council sim "
+                                      "--host ADDRESS` on a node) and pass --provider-url, or use --backend local")
+            if provider is not None:
+                sim = provider.result()
+                provider_url = sim.url
+            outcome = await _grade(folder, manifest, items, info, config, provider_url, names, archived=archived,
+                                   reusable=reusable, backend=backend, hooks=hooks, shards=shards,
+                                   elicited=elicited, audited=audited, stop=stop, log=log)
     finally:
         folder.close()
-        if sim is not None:
-            stats = await sim.stats()
-            folder.write_bytes("provider_stats.json", dump_json(stats))
-            await sim.close()
+        stats = await _stop_provider(provider, folder, timings)
     folder.write_bytes("quota_stats.json", dump_json(outcome.quota_stats))
     seconds = (dt.datetime.now(dt.UTC) - started).total_seconds()
     if stop.requested:
         folder.write_state("stopped", stop.reason, stop.detail, abandoned=outcome.abandoned)
     else:  # every row was taken through; some may still lack votes (failed calls, refused rows)
         folder.write_state("finished")
-    summary = rescore(folder)
-    _write_report(folder.path, log)
-    log.info("run.done", seconds=round(seconds, 3), rows=outcome.rows, issued=outcome.issued,
+    with timings.phase("scoring"):  # in a thread, so that a Ctrl-C meanwhile is answered (no report drawn)
+        summary = await asyncio.to_thread(rescore, folder)
+    if hooks.report is not None:
+        hooks.report(folder.path)
+    else:
+        with timings.phase("report"):
+            _write_report(folder.path, log)
+    log.info("run.done", seconds=round(seconds, 3), rows=outcome.rows or info.rows, issued=outcome.issued,
              served_from_archive=outcome.served_from_archive, spent_usd=round(summary["cost_usd"], 6),
-             state=summary["state"]["state"], reason=stop.reason, abandoned=outcome.abandoned)
+             state=summary["state"]["state"], reason=stop.reason, abandoned=outcome.abandoned,
+             timings=timings.as_dict())
     return RunResult(run_dir=folder.path, summary=summary, seconds=seconds, provider_stats=stats,
                      issued=outcome.issued, served_from_archive=outcome.served_from_archive, budget=outcome.budget,
-                     stop=stop, error=outcome.error, processes=outcome.processes)
+                     stop=stop, error=outcome.error, processes=outcome.processes, timings=timings)
+
+
+async def _grade(
+    folder: RunFolder, manifest: RunManifest, items: list[BankItem], info: RowsInfo, config: CouncilConfig,
+    provider_url: str, names: list[str], *, archived: ArchiveIndex | None,
+    reusable: dict[str, tuple[str, JudgeCallRecord]], backend: str, hooks: RunHooks, shards: int,
+    elicited: dict[str, ElicitedRecord], audited: set[VoteKey], stop: StopControl, log: Any,
+) -> Outcome:
+    endpoint = provider_endpoint(provider_url, config)
+    models = manifest.models
+    endpoints = {v: endpoint for v in [*config.roster_vendors, *(config.vendor_of(m) for m in models)]}
+    log.info("run.start", rows=info.rows, backend=backend, shards=shards,
+             provider="embedded" if manifest.simulated and provider_url != manifest.provider_url else provider_url,
+             archived_votes=len(archived) if archived is not None else None, resumed=bool(manifest.resumes))
+    if hooks.on_start is not None:
+        hooks.on_start(len(items) * len(models) if models else info.rows)
+    with hooks.timings.phase("grading"):
+        if shards:
+            return await _grade_sharded(folder, items, info, config, endpoints, names, shards,
+                                        on_progress=hooks.on_progress, stop=stop, log=log)
+        return await _grade_here(folder, items, info, config, endpoints, names, models, archived=archived,
+                                 reusable=reusable, backend=backend, hooks=hooks,
+                                 elicited=elicited, audited=audited, stop=stop, log=log)
+
+
+def _start_ray(address: str | None, shards: int, timings: Timings) -> asyncio.Future[None]:
+    from council.cluster.raycluster import ensure_ray_soon
+
+    # A local instance gets a logical CPU per shard worker, so every worker is placed on this machine.
+    num_cpus = max(os.cpu_count() or 1, shards) if shards and not address else None
+    return asyncio.ensure_future(_timed(timings, "ray start", ensure_ray_soon(address, num_cpus=num_cpus)))
+
+
+def _in_daemon_thread(work: Callable[..., T], *args: Any) -> asyncio.Future[T]:
+    """``work(*args)`` in a thread that a stopped run does not wait for when it exits (the default executor's
+    threads are joined at exit)."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[T] = loop.create_future()
+
+    def settle(result: Any, error: BaseException | None) -> None:
+        if not done.done():
+            done.set_exception(error) if error is not None else done.set_result(result)
+
+    def run() -> None:
+        result, error = None, None
+        try:
+            result = work(*args)
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting coroutine
+            error = exc
+        with contextlib.suppress(RuntimeError):  # the loop has closed: the run ended meanwhile
+            loop.call_soon_threadsafe(settle, result, error)
+
+    threading.Thread(target=run, name=getattr(work, "__name__", "work"), daemon=True).start()
+    return done
+
+
+async def _timed(timings: Timings, name: str, work: Awaitable[T]) -> T:
+    with timings.phase(name):
+        return await work
+
+
+async def _first_of(work: list[asyncio.Future[Any]], stop: StopControl) -> None:
+    """Wait for all of ``work``, or for a stop, whichever comes first (a failure of ``work`` is raised)."""
+    if not work:
+        return
+    stopping = asyncio.ensure_future(stop.wait())
+    everything = asyncio.ensure_future(asyncio.gather(*work))
+    try:
+        await asyncio.wait({everything, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopping.cancel()
+    if everything.done():
+        everything.result()
+    else:  # stopped first: what is still starting is left to end with the process (or is stopped below)
+        everything.add_done_callback(lambda f: f.cancelled() or f.exception())
+
+
+async def _stop_provider(provider: asyncio.Future[Any] | None, folder: RunFolder, timings: Timings) -> dict | None:
+    """The embedded provider's counters, written to the run folder, and the provider stopped (one still
+    starting is cancelled)."""
+    if provider is None:
+        return None
+    if not provider.done():
+        provider.cancel()
+        await asyncio.gather(provider, return_exceptions=True)
+        return None
+    if provider.exception() is not None:
+        return None
+    sim = provider.result()
+    with timings.phase("provider stop"):
+        try:
+            stats = await sim.stats()
+            folder.write_bytes("provider_stats.json", dump_json(stats))
+        finally:
+            await sim.close()
+    return stats
 
 
 @dataclass
@@ -402,7 +520,11 @@ async def _grade_here(
     if backend == "ray":
         from council.cluster.raypool import RayPool
 
-        pool: Any = RayPool(config, endpoints, models)
+        began = time.perf_counter()
+        pool: Any = RayPool(config, endpoints, models, stop=stop)
+        pool.started.add_done_callback(
+            lambda f: f.cancelled() or f.exception() or hooks.timings.add("judges start", began,
+                                                                          time.perf_counter() - began))
     else:
         from council.grading.pools import LocalPool
 
@@ -452,6 +574,13 @@ async def _grade_here(
                    budget, quota_stats)
 
 
+def warm_anonymiser(config: CouncilConfig, names: Iterable[str]) -> None:
+    """Compile the patterns the coordinator's anonymiser will use (kept by the anonymiser's cache), now
+    rather than when the coordinator is built: about a tenth of a second for each roster vendor, done here
+    while Ray and the embedded provider start."""
+    Anonymiser([*config.roster_vendors, *(m.judge_model for m in config.roster), *names], authors=config.roster_vendors)
+
+
 def _write_report(run_dir: Path, log: Any) -> None:
     """``report.html`` at the end of every run; a report that cannot be written is a warning, never a failed run
     (the results are already in the folder, and ``council report RUN`` writes it again)."""
@@ -492,19 +621,20 @@ def check_budget(config: CouncilConfig, models: list[str]) -> None:
                           f"model_prices in --config)")
 
 
-async def start_embedded(manifest: RunManifest, items: Iterable[BankItem], rows: Iterable[ResponseRow]) -> SimServer:
+async def start_embedded(manifest: RunManifest, items: Iterable[BankItem], rows: Iterable[ResponseRow]) -> SimProcess:
     """The embedded provider of a simulated run, started with the run's own behaviour (the planted one at the
     run's seed when it recorded none) and told the truth of ``rows``, and primed with the truth of every answer
     the run's models under test give. Answers are a pure function of the request, so a provider started for
     the same run later (to resume it, or to ask another judge: ``council crossjudge``) knows the truth of the
-    answers given earlier, and its judges grade them against it rather than guess."""
-    from council.sim import SimConfig, TruthTable, prime, start_sim
+    answers given earlier, and its judges grade them against it rather than guess. It runs in a process of its
+    own (:mod:`council.sim._process`), so that it and the council's client do not take turns on one event loop."""
+    from council.sim import SimConfig, TruthTable, prime, start_sim_process
 
     sim_config = (SimConfig.model_validate(manifest.sim_config) if manifest.sim_config
                   else SimConfig.planted(manifest.seed))
     truth = TruthTable.from_rows(items, rows)
     prime(sim_config, truth, manifest.models)
-    return await start_sim(sim_config, truth)
+    return await start_sim_process(sim_config, truth)
 
 
 def _sim_config(req: RunRequest) -> dict[str, Any]:

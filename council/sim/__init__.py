@@ -29,12 +29,13 @@ simulated judges then grade those answers against the truth; ``SimServer.answers
 from council.sim._config import ModelBehaviour, ProbeProfile, SimConfig, VendorBehaviour
 from council.sim._doc import sim_config_doc, sim_config_schema, sim_config_schema_json
 from council.sim._eliciting import prime
+from council.sim._process import SimProcess, start_sim_process
 from council.sim._server import SimServer, build_app, serve, start_sim
 from council.sim._truth import TruthTable, truth_key
 from council.sim._world import WORLD, World
 
 __all__ = [
-    "WORLD", "ModelBehaviour", "ProbeProfile", "SimConfig", "SimServer", "TruthTable", "VendorBehaviour", "World",
+    "WORLD", "ModelBehaviour", "ProbeProfile", "SimConfig", "SimProcess", "SimServer", "TruthTable", "VendorBehaviour", "World",
     "build_app", "prime", "serve", "sim_config_doc", "sim_config_schema", "sim_config_schema_json", "start_sim",
-    "truth_key",
+    "start_sim_process", "truth_key",
 ]

@@ -194,7 +194,7 @@ async def test_a_killed_quota_actor_recovers(tmp_path, local_cluster):
         run = asyncio.create_task(run_council(request(tmp_path, responses, "quota-killed", url, backend="ray",
                                                       shards=2, ray_address=cluster.address)))
         await until_archived(tmp_path / "runs" / "quota-killed", 100, run)
-        victim = next(a for a in actors("QuotaActor") if a["Name"] == "quota:openai")
+        victim = next(a for a in actors("QuotaActor") if a["Name"] == "quotas")  # every vendor's ledger
         os.kill(victim["Pid"], signal.SIGKILL)
         result = await asyncio.wait_for(run, timeout=240)
     restarted = [a for a in actors("QuotaActor", alive=False) if a["ActorID"] == victim["ActorID"]]

@@ -43,7 +43,7 @@ def test_processes_share_one_quota(ray_session):
 
     from council.cluster.actors import quota_actor
 
-    quota = quota_actor("quota-test", Limits(rpm=1200))
+    quota = quota_actor({"quota-test": Limits(rpm=1200)})
     spenders = [spender_class().remote("quota-test") for _ in range(2)]
     ray.get([s.spend.remote(0) for s in spenders])  # processes up before the clock starts
     start = time.time()
@@ -55,7 +55,7 @@ def test_processes_share_one_quota(ray_session):
     assert total <= 1200 / 60 * elapsed * SAFETY + 10 + 2, (counts, elapsed)
     assert total >= 1200 / 60 * 3.0 * 0.8, counts
     assert min(counts) > 0.25 * total, counts
-    stats = ray.get(quota.stats.remote())
+    stats = ray.get(quota.stats.remote("quota-test"))
     assert len(stats["holders"]) == 2
     for s in spenders:
         ray.kill(s)
