@@ -319,21 +319,29 @@ class Coordinator:
 
 _frozen = 0
 _frozen_lock = threading.Lock()
+_thresholds = gc.get_threshold()
+YOUNG_THRESHOLD = 20_000  # net allocations between young collections while a run grades (the default: 700)
 
 
 @contextlib.contextmanager
 def heap_frozen() -> Iterator[None]:
     """While a run grades, what was alive before it (modules, the bank, the config...) is left out of the
-    garbage collector's passes (``gc.freeze``), and put back when the last grading run of the process ends.
+    garbage collector's passes (``gc.freeze``) and young collections are rarer (:data:`YOUNG_THRESHOLD`);
+    both are put back when the last grading run of the process ends.
 
-    A vote's objects live while its call is in flight, so many outlive two young collections and reach the
-    oldest generation before they are freed; the full passes they set off walked the whole heap each time
-    (about 40% of the coordinator's time on a fast provider). Objects are still freed when no longer
-    referenced; only garbage cycles that were frozen wait for the end of the run to be collected."""
-    global _frozen
+    A vote's objects live while its call is in flight, so at the default threshold many outlive two young
+    collections and reach the oldest generation before they are freed; the full passes they set off walked
+    the whole heap each time, and the young ones walked every vote in flight (together about 40% of the
+    coordinator's time on a fast provider). With rarer young collections most of a vote's objects are freed
+    by reference counting before any pass sees them. Objects are still freed when no longer referenced;
+    only garbage cycles wait longer (those frozen, until the end of the run)."""
+    global _frozen, _thresholds
     with _frozen_lock:
         if _frozen == 0:
             gc.freeze()
+            _thresholds = gc.get_threshold()
+            if _thresholds[0]:  # 0: automatic collection is off, and stays off
+                gc.set_threshold(max(_thresholds[0], YOUNG_THRESHOLD), *_thresholds[1:])
         _frozen += 1
     try:
         yield
@@ -341,6 +349,7 @@ def heap_frozen() -> Iterator[None]:
         with _frozen_lock:
             _frozen -= 1
             if _frozen == 0:
+                gc.set_threshold(*_thresholds)
                 gc.unfreeze()
 
 
