@@ -398,7 +398,8 @@ def _grade(args: argparse.Namespace, command_line: str) -> int:
         def start(stop: StopControl) -> Awaitable[RunResult]:
             # report.html is drawn by a child process while the results are printed and Ray stops; a run
             # stopped before its end gets none (`council report RUN` draws it).
-            hooks.report = lambda run_dir: None if stop.requested else drawing.append(ReportDrawing(run_dir))
+            hooks.on_graded = lambda: None if stop.requested else drawing.append(ReportDrawing())
+            hooks.report = lambda run_dir: None if stop.requested else [d.draw(run_dir) for d in drawing]
             if resume is not None:
                 return resume_council(
                     args.runs_dir, resume, backend=args.backend, provider_url=args.provider_url,
@@ -427,6 +428,8 @@ def _grade(args: argparse.Namespace, command_line: str) -> int:
             with timings.phase("ray stop"):
                 raycluster.shutdown_ray()
         for report in drawing:
+            if report.path is None:  # never told to draw: the run was stopped
+                continue
             with timings.phase("report"):
                 problem = report.wait()
             if problem is None:

@@ -1,8 +1,11 @@
-"""``python -m council.report RUN_DIR``: write the run's report.html (see :mod:`council.report.background`)."""
+"""``python -m council.report``: read a run folder's path on standard input, then write its report.html; end of
+input without a path draws nothing (see :mod:`council.report.background`)."""
 
 import sys
 
 from council.report.page import write_report
 
 if __name__ == "__main__":
-    write_report(sys.argv[1])
+    run_dir = sys.stdin.readline().strip()
+    if run_dir:
+        write_report(run_dir)

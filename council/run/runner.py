@@ -118,6 +118,7 @@ class RunHooks:
     on_quota: Callable[[dict[str, dict]], None] | None = None  # each vendor's quota report, every ``quota_every_s``
     quota_every_s: float = 2.0
     timings: Timings = field(default_factory=Timings)  # where the run's time goes, phase by phase
+    on_graded: Callable[[], None] | None = None  # the grading is over (what follows: scoring, the report)
     report: Callable[[Path], None] | None = None  # draws report.html at the end (None: here, before returning)
 
 
@@ -343,6 +344,8 @@ async def _drive_logged(
                                    elicited=elicited, audited=audited, stop=stop, log=log)
     finally:
         folder.close()
+        if hooks.on_graded is not None:
+            hooks.on_graded()
         stats = await _stop_provider(provider, folder, timings)
     folder.write_bytes("quota_stats.json", dump_json(outcome.quota_stats))
     seconds = (dt.datetime.now(dt.UTC) - started).total_seconds()
