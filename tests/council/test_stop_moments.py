@@ -161,3 +161,39 @@ def test_a_second_ctrl_c_exits_at_once(tmp_path, inputs):
     assert caught
     assert done.returncode == 130, done.stderr[-2000:]
     assert took <= 1.0, took
+
+
+def test_ctrl_c_while_a_large_input_is_validated_exits_within_3_s_and_makes_no_run_folder(tmp_path):
+    rows = [orjson.loads(line) for line in bank.SAMPLE_RESPONSES.read_bytes().splitlines() if line.strip()]
+    big = tmp_path / "big.jsonl"
+    with big.open("wb") as handle:  # 200,000 rows: several seconds of validation
+        for copy in range(200_000 // len(rows) + 1):
+            handle.write(b"".join(orjson.dumps({**r, "row_id": f"{r['row_id']}#{copy}"}) + b"\n" for r in rows))
+    runs = tmp_path / "runs"
+
+    def validating(_run: Path) -> bool:  # the command has the input open: it is being read
+        return any(os.path.realpath(f"/proc/{proc.pid}/fd/{fd}") == str(big)
+                   for fd in _fds(proc.pid))
+
+    proc = subprocess.Popen(council("run", "--backend", "local", "--simulate", "--responses", str(big), "--runs-dir",
+                                    str(runs), "--progress-every", "0"),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None and not validating(runs):
+        time.sleep(0.01)
+    assert proc.poll() is None, proc.communicate()
+    pressed = time.monotonic()
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    took = time.monotonic() - pressed
+    assert proc.returncode == 130, err[-2000:]
+    assert took <= EXIT_WITHIN_S, took
+    assert "before the run began" in out + err
+    assert not runs.exists() or not any(runs.iterdir())  # nothing half-made
+
+
+def _fds(pid: int) -> list[str]:
+    try:
+        return os.listdir(f"/proc/{pid}/fd")
+    except FileNotFoundError:
+        return []
