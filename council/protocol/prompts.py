@@ -38,11 +38,13 @@ graded text steers the council without containment. It is recorded in the run's 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import json
 import re
 from dataclasses import dataclass
+from json.encoder import encode_basestring
 
 from council.core.schema import BankItem, ResponseRow, Scale, Verdict
 
@@ -346,19 +348,26 @@ def fence_nonce(*blocks: str) -> str:
     raise AssertionError("unreachable")
 
 
-def _json(value: str) -> str:
-    return json.dumps(value, ensure_ascii=False)
+def _json(value: str | None) -> str:
+    """``json.dumps(value, ensure_ascii=False)``; a string through the encoder's own function (the same text)."""
+    return encode_basestring(value) if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+@functools.lru_cache(maxsize=4096)
+def _reason_json(reason: str) -> str:
+    """A reason as a fenced line shows it: one-lined, encoded, as a JSON string (each peer's reason is shown to
+    every other member of its panel: worked out once)."""
+    return _json(encode_untrusted(_one_line(reason)))
 
 
 def own_line(verdict: str, reason: str) -> str:
     """The member's own round-one vote as shown inside its fence (``reason`` one-lined and encoded)."""
-    return OWN_LINE.format(verdict=_json(verdict), reason=_json(encode_untrusted(_one_line(reason))))
+    return OWN_LINE.format(verdict=_json(verdict), reason=_reason_json(reason))
 
 
 def peer_line(peer: Peer) -> str:
     """One peer's vote as shown inside the peers fence (its reason one-lined and encoded)."""
-    return PEER_LINE.format(letter=_json(peer.letter), verdict=_json(peer.verdict),
-                            reason=_json(encode_untrusted(_one_line(peer.reason))))
+    return PEER_LINE.format(letter=_json(peer.letter), verdict=_json(peer.verdict), reason=_reason_json(peer.reason))
 
 
 def _trusted(item: BankItem) -> dict[str, str]:
