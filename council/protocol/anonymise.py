@@ -144,7 +144,6 @@ class Anonymiser:
         rather than at their first text, which may come while calls are in flight on the same event loop."""
         self._extras = frozenset(n.strip() for n in extra_names if isinstance(n, str) and n.strip())
         self._scope = None if vendors is None else frozenset(canonical_vendor(v) for v in vendors)
-        self._compiled = _compile(self._extras, self._scope, None)
         self._by_author: dict[str, _Compiled] = {}
         for author in authors:
             self._for(author)
@@ -172,14 +171,14 @@ class Anonymiser:
         return [text[start:end] for start, end in self._spans(text, author_vendor)]
 
     def _for(self, author_vendor: str | None) -> _Compiled:
-        if not author_vendor:
-            return self._compiled
-        compiled = self._by_author.get(author_vendor)
+        """The patterns of texts by ``author_vendor`` (anyone's when None or unknown), compiled at first use."""
+        key = author_vendor or ""
+        compiled = self._by_author.get(key)
         if compiled is None:
-            vendor = canonical_vendor(author_vendor)
+            vendor = canonical_vendor(author_vendor) if author_vendor else None
             known = vendor in names_data()["vendors"]
-            compiled = _compile(self._extras, self._scope, vendor) if known else self._compiled
-            self._by_author[author_vendor] = compiled
+            compiled = _compile(self._extras, self._scope, vendor if known else None)
+            self._by_author[key] = compiled
         return compiled
 
     def _spans(self, text: str, author_vendor: str | None = None) -> list[tuple[int, int]]:

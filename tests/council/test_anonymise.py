@@ -418,7 +418,7 @@ def test_self_identifies_only_its_own_names():
 
 def test_patterns_are_built_once_per_set_of_names():
     first, second = Anonymiser(RUN_NAMES), Anonymiser(list(reversed(RUN_NAMES)))
-    assert first._compiled is second._compiled
+    assert first._for(None) is second._for(None) and first._for("openai") is second._for("OpenAI")
 
 
 def test_the_authors_named_up_front_are_compiled_before_their_first_text():
@@ -434,3 +434,5 @@ def test_the_authors_named_up_front_are_compiled_before_their_first_text():
     assert anonymise._compile.cache_info().misses == before.misses  # nothing compiled at the first text
     anonymiser.scrub("Max here: correct.", "alibaba")
     assert anonymise._compile.cache_info().misses == before.misses + 1  # an author not named is compiled then
+    anonymiser.scrub("GPT-4o said so.")
+    assert anonymise._compile.cache_info().misses == before.misses + 2  # so is anyone's, never compiled up front
