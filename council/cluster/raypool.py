@@ -49,23 +49,13 @@ class RayPool:
         self._elicit_batchers = {v: self._batcher(a, a.elicit_batch, v) for v, a in self.elicitor_actors.items()}
 
     def _batcher(self, actor, method, vendor: str) -> MicroBatcher:  # noqa: ANN001 - a Ray actor and its method
+        ready, stop = self._ready[actor], self._stop
+
         async def send(items: list) -> list:
-            await self._until_up(actor)
+            await _until_up(ready, stop)
             return await method.remote(items)
 
         return MicroBatcher(send, max_batch=64, linger_s=0.002, name=f"ray-{vendor}")
-
-    async def _until_up(self, actor) -> None:  # noqa: ANN001 - a Ray actor
-        ready = self._ready[actor]
-        if ready.done():
-            return
-        stopping = asyncio.ensure_future(self._stop.wait())
-        try:
-            await asyncio.wait({ready, stopping}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            stopping.cancel()
-        if not ready.done():
-            raise Stopped("run stopping before its judge started")
 
     def _up_actors(self) -> list:
         return [a for a, ready in self._ready.items() if ready.done() and not ready.exception()]
@@ -107,6 +97,22 @@ class RayPool:
         for actor, ready in self._ready.items():
             ready.cancel()
             ray.kill(actor)
+        # The pool's hold on the quota actor ends here, not when a garbage collection finds the pool (the run's stop
+        # control refers back to it): the actor goes with its last holder, and the next run starts a fresh report.
+        self.quotas = None
+
+
+async def _until_up(ready: asyncio.Future[None], stop: StopControl) -> None:
+    """Once the actor is up; Stopped if the run stops first (nothing was sent to it)."""
+    if ready.done():
+        return
+    stopping = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait({ready, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopping.cancel()
+    if not ready.done():
+        raise Stopped("run stopping before its judge started")
 
 
 async def _up(actor) -> None:  # noqa: ANN001 - a Ray actor
