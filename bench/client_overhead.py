@@ -7,7 +7,7 @@ one core.
 
 Run it from the repository root (Python 3.11, the project installed with its test extras)::
 
-    python bench/client_overhead.py                 # 1,000 rows, 2 rounds of (ours, sdk): about 2 minutes
+    python bench/client_overhead.py                 # 1,000 rows, 3 rounds of (ours, sdk): about a minute
     python bench/client_overhead.py --rounds 3      # more alternations
     python bench/client_overhead.py --rows 600      # another size
 
@@ -16,7 +16,7 @@ several seconds: the whole-run rate includes what a run pays however small it is
 creating the run folder, scoring, the tables and the report: about 1-3 s on a 2-core machine), which a run
 of a few hundred calls would be dominated by. The SDK has no such cost (one client, then calls), so its turn
 is the same calls cut to about 12 s at its warm-up rate (at least 2,000 calls): its rate over 12 s is its
-steady rate, and the bench stays within about two minutes.
+steady rate, and the bench stays within a minute or two.
 
 Setup:
 
@@ -278,7 +278,7 @@ async def bench(url: str, pid: int, work: Path, rows_override: int | None, round
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, help=f"rows per measurement (default {DEFAULT_ROWS})")
-    parser.add_argument("--rounds", type=int, default=2, help="alternations of (ours, sdk) after warm-up (>= 2)")
+    parser.add_argument("--rounds", type=int, default=3, help="alternations of (ours, sdk) after warm-up (>= 2)")
     args = parser.parse_args(argv)
     rounds = max(2, args.rounds)
 

@@ -230,7 +230,7 @@ class Judge:
             self.member.judge_model, messages, temperature=self.params.temperature, max_tokens=max_tokens,
             response_format=response_format, admitted=admitted,
         )
-        call.usage += result.usage
+        call.usage = call.usage + result.usage if call.raws else result.usage  # the first answer: nothing to add to
         call.max_tokens = max_tokens
         call.attempts += result.attempts
         call.finish = result.finish_reason
