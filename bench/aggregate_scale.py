@@ -56,7 +56,7 @@ Also timed (once, as before): a paired percentile bootstrap of 20 models x 50,00
 resamples, via aggregator._bootstrap (score_matrix + bootstrap_scores), or an inline numpy matmul
 bootstrap if that module is absent.
 
-Run from the repository root (needs pandas; duckdb and polars if installed; about 3-4 minutes on 2
+Run from the repository root (needs pandas; duckdb and polars if installed; about 2-4 minutes on 2
 cores, most of it the baselines' passes; one child at a time, the parent stays small):
     python bench/aggregate_scale.py
 Quick run (under a minute):
