@@ -11,13 +11,14 @@ from council.run.runner import RunRequest, resume_council, run_council
 from council.sim import SimConfig
 from tests.council.test_end_to_end import lines, subset
 
-BATCHING = {"openai": VendorSettings(rpm=600, max_batch=6), "google": VendorSettings(rpm=600, max_batch=6)}
+RPM = 3000
+BATCHING = {"openai": VendorSettings(rpm=RPM, max_batch=6), "google": VendorSettings(rpm=RPM, max_batch=6)}
 
 
 def sim_file(tmp_path, contrast: float):
     base = SimConfig.planted(seed=0)
     vendors = {v: b.model_copy(update={"malformed_rate": 0.0, "latency_ms": 1.0, "latency_jitter_ms": 1.0,
-                                      **({"rpm": 600, "batch_contrast": contrast} if v in BATCHING else {})})
+                                      **({"rpm": RPM, "batch_contrast": contrast} if v in BATCHING else {})})
                for v, b in base.vendors.items()}
     path = tmp_path / f"sim-{contrast}.json"
     path.write_bytes(orjson.dumps(base.model_copy(update={"vendors": vendors}).model_dump(mode="json")))

@@ -14,9 +14,11 @@ import pytest
 
 from council.sim import SimConfig
 from tests.council._provider import council, quiet, sim_process
+from tests.council.test_end_to_end import subset
 
 CONCURRENCY = 4  # per vendor: keeps the run long enough to be killed at chosen points
 VENDORS = ("anthropic", "google", "openai", "alibaba", "deepseek", "mistral")
+ITEMS = 48  # of the sample's 160 (288 rows, 2,880 votes): the kill points are fractions of the run, whatever its size
 
 
 def billed(url: str) -> int:
@@ -48,10 +50,11 @@ def test_sigkill_at_five_points_then_resume(tmp_path, provider):
     config = tmp_path / "council.json"
     config.write_bytes(orjson.dumps({"vendors": {v: {"concurrency": CONCURRENCY} for v in VENDORS}}))
     runs = tmp_path / "runs"
+    rows = ["--responses", str(subset(tmp_path, ITEMS))]  # a resume reads them from the manifest
     common = ["--backend", "local", "--provider-url", provider, "--runs-dir", str(runs), "--config", str(config)]
 
     before = billed(provider)
-    subprocess.run(council("run", "--run-id", "whole", *common), check=True, capture_output=True, timeout=120)
+    subprocess.run(council("run", "--run-id", "whole", *rows, *common), check=True, capture_output=True, timeout=120)
     whole_billed = billed(provider) - before
     total_votes = sum(archived_calls(runs / "whole")[1:])
 
@@ -60,7 +63,8 @@ def test_sigkill_at_five_points_then_resume(tmp_path, provider):
     unarchived = []  # after each kill: calls paid for since the start that are not in the archive
     seen_rounds = set()
     for i, fraction in enumerate((0.08, 0.25, 0.45, 0.65, 0.85)):
-        args = ("run", "--run-id", "crashed", *common) if i == 0 else ("run", "--resume", "crashed", *common[:-2])
+        args = (("run", "--run-id", "crashed", *rows, *common) if i == 0
+                else ("run", "--resume", "crashed", *common[:-2]))
         proc = subprocess.Popen(council(*args), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -82,7 +86,7 @@ def test_sigkill_at_five_points_then_resume(tmp_path, provider):
     # Nothing lost: the same verdicts and summary as the run that was never interrupted.
     whole_v = (runs / "whole" / "verdicts.jsonl").read_bytes()
     assert (crash_dir / "verdicts.jsonl").read_bytes() == whole_v
-    assert len(whole_v.splitlines()) == 960
+    assert len(whole_v.splitlines()) == 6 * ITEMS
     sw = orjson.loads((runs / "whole" / "summary.json").read_bytes())
     sc = orjson.loads((crash_dir / "summary.json").read_bytes())
     assert {k: v for k, v in sc.items() if k != "run_id"} == {k: v for k, v in sw.items() if k != "run_id"}, (sc["diagnostics"], sw["diagnostics"])

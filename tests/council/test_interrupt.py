@@ -20,6 +20,7 @@ from tests.council.test_crash_resume import archived_calls
 from tests.council.test_end_to_end import lines
 
 CONCURRENCY = 4
+ROWS = 120  # 1,200 calls of 150 ms, 24 at a time: a run of several seconds, stopped at 30% of it
 
 
 def stats(url: str) -> dict:
@@ -48,7 +49,7 @@ def whole(provider, tmp_path_factory):
     vendors = ("anthropic", "google", "openai", "alibaba", "deepseek", "mistral")
     config.write_bytes(orjson.dumps({"vendors": {v: {"concurrency": CONCURRENCY} for v in vendors}}))
     subset = tmp / "rows.jsonl"
-    subset.write_bytes(b"\n".join(bank.SAMPLE_RESPONSES.read_bytes().splitlines()[:240]) + b"\n")
+    subset.write_bytes(b"\n".join(bank.SAMPLE_RESPONSES.read_bytes().splitlines()[:ROWS]) + b"\n")
     subprocess.run(council("run", "--run-id", "whole", "--backend", "local", "--provider-url", provider, "--runs-dir",
                            str(tmp / "runs"), "--responses", str(subset), "--config", str(config)),
                    check=True, capture_output=True, timeout=300)
