@@ -229,7 +229,9 @@ def _compile(extras: frozenset[str], scope: frozenset[str] | None, author: str |
     vendors = {v: spec for v, spec in data["vendors"].items() if scope is None or v in scope or v == author}
     any_words, id_words = data["words"]["any"], data["words"]["id"]
     ordinary = frozenset(data.get("ordinary_splits", []))
-    alternatives: list[tuple[int, str]] = []  # (priority, pattern): longer, more specific forms first
+    # (priority, head, tail): tried in order of priority, longer and more specific forms first; the pattern of
+    # each is its head then its tail.
+    alternatives: list[tuple[int, str, str]] = []
     keys: set[str] = set()
     for vendor, spec in vendors.items():
         tail = _tail([*any_words, *spec.get("words", [])], id_words)
@@ -241,14 +243,14 @@ def _compile(extras: frozenset[str], scope: frozenset[str] | None, author: str |
             form = _form(entry)
             pattern, form_keys = _stem(form, split=split)
             name_patterns.append(pattern)
-            alternatives.append((_priority(form, 0), pattern))
+            alternatives.append((_priority(form, 0), pattern, ""))
             keys |= form_keys
         for entry in spec.get("families", []):
             form = _form(entry)
             if "regex" in form:
                 pattern = _fill(form["regex"], tail)
                 keys |= {k.casefold() for k in form["keys"]}
-                alternatives.append((_priority(form, 2), pattern))
+                alternatives.append((_priority(form, 2), pattern, ""))
                 continue
             stem, form_keys = _stem(form, family=True, split=split)
             keys |= form_keys
@@ -257,36 +259,49 @@ def _compile(extras: frozenset[str], scope: frozenset[str] | None, author: str |
             own = _tail_unit(own_words, [])
             form_tail = _tail([*any_words, *spec.get("words", []), *own_words], id_words) if own_words else tail
             if need == "version":
-                pattern = rf"{stem}(?:{_JOIN}|{TSEP}(?:{'|'.join(_NUMBER_UNITS)})(?![^\W_])){form_tail}\+?"
+                after = rf"(?:{_JOIN}|{TSEP}(?:{'|'.join(_NUMBER_UNITS)})(?![^\W_])){form_tail}\+?"
                 guarded.append(stem)
             elif need == "required":
-                pattern = (rf"{stem}(?:{_JOIN}|{TSEP}(?:{'|'.join(_NUMBER_UNITS)}|{own})(?![^\W_])"
-                           rf"|{IDSEP}[0-9]{{3,8}}(?![0-9])){form_tail}\+?")
+                after = (rf"(?:{_JOIN}|{TSEP}(?:{'|'.join(_NUMBER_UNITS)}|{own})(?![^\W_])"
+                         rf"|{IDSEP}[0-9]{{3,8}}(?![0-9])){form_tail}\+?")
                 guarded.append(stem)
             else:
-                pattern = rf"{stem}(?:s(?![^\W_])|{_JOIN}?{form_tail}\+?)"
-            alternatives.append((_priority(form, 2), pattern))
+                after = rf"(?:s(?![^\W_])|{_JOIN}?{form_tail}\+?)"
+            alternatives.append((_priority(form, 2), stem, after))
         if guarded and name_patterns:  # "Amazon Nova", "Microsoft Phi", "Zhipu GLM"
-            alternatives.append((5_000, rf"(?:{'|'.join(name_patterns)}){SEP}(?:{'|'.join(guarded)}){tail}\+?"))
+            alternatives.append((5_000, rf"(?:{'|'.join(name_patterns)}){SEP}(?:{'|'.join(guarded)})", rf"{tail}\+?"))
         for entry in spec.get("own_words", []) if own_vendor else ():  # "As Sonnet, I ...", "R1-0528 here"
             form = _form(entry)
             stem, form_keys = _stem(form)
             keys |= form_keys
-            alternatives.append((_priority(form, 1), rf"{stem}{tail}\+?"))
+            alternatives.append((_priority(form, 1), stem, rf"{tail}\+?"))
     known = set(vendors)
     generic = _tail(any_words, id_words)
     for extra in sorted(extras):
         for name in _extra_forms(extra):
             if name.casefold() in known:
                 continue  # a vendor id of the names data: its own rules cover it
-            pattern, form_keys = _extra_pattern(name, generic)
+            head, form_keys = _extra_pattern(name)
             if form_keys:  # a name without letters cannot be told from a number
-                alternatives.append((20_000 + len(name), pattern))
+                alternatives.append((20_000 + len(name), head, generic))
                 keys |= form_keys
     alternatives.sort(key=lambda a: -a[0])
-    body = "|".join(f"(?:{p})" for _, p in alternatives)
+    body = _alternation(alternatives)
     pattern = re.compile(rf"{_START}(?:{body}){_POSS}{_END}", re.IGNORECASE)
     return _Compiled(pattern, frozenset(keys))
+
+
+def _alternation(alternatives: list[tuple[int, str, str]]) -> str:
+    """The alternatives, in their order, as one alternation; neighbours with the same tail share it:
+    ``(?:h1|h2)t`` tries exactly what ``(?:h1t)|(?:h2t)`` tries, in the same order, and is a far shorter
+    pattern to compile (most forms end in one of a few long version tails)."""
+    groups: list[tuple[str, list[str]]] = []
+    for _, head, tail in alternatives:
+        if groups and groups[-1][0] == tail:
+            groups[-1][1].append(head)
+        else:
+            groups.append((tail, [head]))
+    return "|".join(f"(?:{'|'.join(f'(?:{h})' for h in heads)}){tail}" for tail, heads in groups)
 
 
 def _form(entry: str | dict[str, Any]) -> dict[str, Any]:
@@ -414,9 +429,9 @@ def _extra_forms(extra: str) -> list[str]:
     return forms
 
 
-def _extra_pattern(name: str, tail: str) -> tuple[str, set[str]]:
-    """An extra name matches with any separators (or none) between its letter and digit runs, and an
-    optional version tail."""
+def _extra_pattern(name: str) -> tuple[str, set[str]]:
+    """An extra name matches with any separators (or none) between its letter and digit runs (its optional
+    version tail follows: the generic tail)."""
     runs = re.findall(r"[^\W\d_]+|[0-9]+", name)
     sep = rf"[\s_.:/\-{_DASHES}]?"
     chains: list[list[str]] = [[]]
@@ -425,4 +440,4 @@ def _extra_pattern(name: str, tail: str) -> tuple[str, set[str]]:
             chains.append([])
         else:
             chains[-1].append(run.casefold())
-    return sep.join(re.escape(r) for r in runs) + tail, _chain_keys(chains, extendable=False)
+    return sep.join(re.escape(r) for r in runs), _chain_keys(chains, extendable=False)
