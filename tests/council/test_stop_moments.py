@@ -197,3 +197,45 @@ def _fds(pid: int) -> list[str]:
         return os.listdir(f"/proc/{pid}/fd")
     except FileNotFoundError:
         return []
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as handle:
+            return [int(c) for c in handle.read().split()]
+    except FileNotFoundError:
+        return []
+
+
+def test_ctrl_c_while_the_report_is_drawn_exits_within_3_s_and_says_what_draws_it(tmp_path, inputs):
+    reference, common = inputs
+    runs = tmp_path / "runs"
+    run = runs / "page"
+    proc = subprocess.Popen(council("run", "--run-id", "page", "--backend", "local", "--runs-dir", str(runs), *common),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+    def drawing() -> bool:  # scored, and the report's child is at work on a page not yet written
+        if not (run / "summary.json").exists() or (run / "report.html").exists():
+            return False
+        for child in _children(proc.pid):
+            try:
+                with open(f"/proc/{child}/cmdline", "rb") as handle:
+                    if b"council.report" in handle.read():
+                        return True
+            except FileNotFoundError:
+                continue
+        return False
+
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None and not drawing():
+        time.sleep(0.005)
+    assert proc.poll() is None, proc.communicate()
+    pressed = time.monotonic()
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    took = time.monotonic() - pressed
+    assert proc.returncode == 130, err[-2000:]
+    assert took <= EXIT_WITHIN_S, took
+    assert _state(run)["state"] == "finished"
+    assert lines(run / "verdicts.jsonl") == lines(reference / "verdicts.jsonl")
+    assert "council report page" in out + err
