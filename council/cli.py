@@ -18,6 +18,7 @@ import os
 import shlex
 import signal
 import sys
+import threading
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -379,6 +380,7 @@ def _grade(args: argparse.Namespace, command_line: str) -> int:
         seats = _seats(RunFolder.open_run(args.runs_dir, resume).read_json(MANIFEST).get("roster", []))
     board = RunBoard(seats)
     drawing: list[ReportDrawing] = []
+    stopping: list[threading.Thread] = []  # Ray's shutdown, under way
     with ProgressDisplay(board, args.progress_every):
         imported, skipped = None, []
         if args.command == "grade":
@@ -398,7 +400,13 @@ def _grade(args: argparse.Namespace, command_line: str) -> int:
         def start(stop: StopControl) -> Awaitable[RunResult]:
             # report.html is drawn by a child process while the results are printed and Ray stops; a run
             # stopped before its end gets none (`council report RUN` draws it).
-            hooks.on_graded = lambda: None if stop.requested else drawing.append(ReportDrawing())
+            def graded() -> None:  # Ray stops, and the report's child starts, while the run is scored
+                if not raycluster.still_starting():
+                    stopping.append(raycluster.shutdown_ray_soon(hooks.timings))
+                if not stop.requested:
+                    drawing.append(ReportDrawing())
+
+            hooks.on_graded = graded
             hooks.report = lambda run_dir: None if stop.requested else [d.draw(run_dir) for d in drawing]
             if resume is not None:
                 return resume_council(
@@ -424,9 +432,8 @@ def _grade(args: argparse.Namespace, command_line: str) -> int:
     try:
         code = run_outcome(result, args.command)
         timings = hooks.timings
-        if not raycluster.still_starting():
-            with timings.phase("ray stop"):
-                raycluster.shutdown_ray()
+        for thread in stopping:
+            thread.join()
         for report in drawing:
             if report.path is None:  # never told to draw: the run was stopped
                 continue

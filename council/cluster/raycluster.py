@@ -237,6 +237,21 @@ def node_count() -> int:
     return sum(1 for node in ray.nodes() if node.get("Alive"))
 
 
+def shutdown_ray_soon(timings: Any = None) -> threading.Thread:
+    """:func:`shutdown_ray` in a thread (most of it is waiting for Ray's processes to end), timed as ``ray stop``
+    in ``timings`` (a :class:`council.run.timings.Timings`) when given; join the thread before exiting."""
+    def stop() -> None:
+        if timings is None:
+            shutdown_ray()
+            return
+        with timings.phase("ray stop"):
+            shutdown_ray()
+
+    thread = threading.Thread(target=stop, name="ray-stop", daemon=True)
+    thread.start()
+    return thread
+
+
 def shutdown_ray() -> None:
     if _ray_initialized():
         import ray
