@@ -432,8 +432,8 @@ def _grade(args: argparse.Namespace, command_line: str) -> int:
     try:
         code = run_outcome(result, args.command)
         timings = hooks.timings
-        for thread in stopping:
-            thread.join()
+        for thread in stopping:  # a stopped run does not wait for Ray's processes to end: see _exit
+            thread.join(timeout=None if not result.stop or not result.stop.requested else 0.2)
         for report in drawing:
             if report.path is None:  # never told to draw: the run was stopped
                 continue
@@ -453,15 +453,16 @@ def _grade(args: argparse.Namespace, command_line: str) -> int:
     finally:
         for report in drawing:
             report.stop()
-    return _exit(code)
+    return _exit(code, stopping)
 
 
-def _exit(code: int) -> int:
-    """``code``, to return from main; a Ray still starting in its thread (the run stopped meanwhile) would hold the
-    interpreter's exit until it is up, so then the process ends here, its output flushed."""
+def _exit(code: int, stopping: Sequence[threading.Thread] = ()) -> int:
+    """``code``, to return from main. A Ray still starting in its thread (the run stopped meanwhile), or still
+    stopping, would hold the interpreter's exit until it is done; then the process ends here, its output
+    flushed, and Ray's local processes end with it (they die with the thread that started them)."""
     from council.cluster import raycluster
 
-    if raycluster.still_starting():
+    if raycluster.still_starting() or any(t.is_alive() for t in stopping):
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)

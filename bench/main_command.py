@@ -1,0 +1,121 @@
+"""The README's first command, ``council run`` on the shipped sample, timed end to end against an earlier commit
+of this project measured in the same run, on both backends.
+
+The baseline is the project as it was at ``--baseline`` (a commit; by default the last one before the
+command was made faster), exported with ``git archive`` into a temporary folder and run from there with the
+same interpreter and packages (``PYTHONPATH`` puts the exported tree first). Ours is this checkout. Each
+measurement is the wall time of one ``python -m council.cli run --backend B`` process in a new empty folder,
+from its start to its exit (imports, Ray, grading, scoring, the report and Ray's shutdown included), with
+nothing else of this benchmark running meanwhile. The two sides alternate (baseline, ours, baseline,
+ours...) ``--repeats`` times per backend; the medians are compared.
+
+Ours runs with ``--timings``; its phases (the median of each over the repeats) are printed as the breakdown.
+
+Run it from the repository root::
+
+    python bench/main_command.py                    # both backends, 3 alternations each
+    python bench/main_command.py --backends local --repeats 5
+
+The check (exit 1 when it fails): ours is not slower than the baseline on any backend (median ratio
+baseline / ours >= 1). Reported beside it, the targets: at most 8 s with Ray and 6 s local.
+
+Output: one line per measurement, the breakdown, and as the LAST line one JSON object of the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+
+ROOT = Path(__file__).resolve().parent.parent
+BASELINE = "0c63e77"  # the last commit before `council run` was made faster
+TARGETS_S = {"ray": 8.0, "local": 6.0}
+_PHASE = re.compile(r"^  (\S.*?)\s+([0-9.]+) s\s+([0-9.]+) s$")
+
+
+def export(commit: str, into: Path) -> Path:
+    """The tree of ``commit`` in ``into`` (``git archive``)."""
+    archive = into / "tree.tar"
+    subprocess.run(["git", "-C", str(ROOT), "archive", "-o", str(archive), commit], check=True)
+    tree = into / "tree"
+    with tarfile.open(archive) as tar:
+        tar.extractall(tree, filter="data")
+    return tree
+
+
+def one_run(backend: str, tree: Path | None) -> tuple[float, dict[str, float]]:
+    """Seconds of one ``council run`` (the baseline's when ``tree`` is given) and, for ours, its phases."""
+    env = dict(os.environ)
+    if tree is not None:
+        env["PYTHONPATH"] = str(tree)
+    with tempfile.TemporaryDirectory(prefix="main-command-") as cwd:
+        argv = [sys.executable, "-m", "council.cli", "run", "--backend", backend, "--progress-every", "0"]
+        if tree is None:
+            argv.append("--timings")
+        began = time.perf_counter()
+        done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+        seconds = time.perf_counter() - began
+    if done.returncode != 0:
+        raise SystemExit(f"council run --backend {backend} ({'baseline' if tree else 'ours'}) exited "
+                         f"{done.returncode}: {done.stderr[-2000:]}")
+    phases: dict[str, float] = {}
+    if tree is None:
+        shown = done.stdout[done.stdout.index("where the time went"):].splitlines()[1:]
+        for line in shown:
+            match = _PHASE.match(line)
+            if match:
+                phases[match.group(1)] = phases.get(match.group(1), 0.0) + float(match.group(3))
+    return seconds, phases
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--baseline", default=BASELINE, help="commit to compare with (default: %(default)s)")
+    parser.add_argument("--backends", default="ray,local", help="comma-separated (default: %(default)s)")
+    parser.add_argument("--repeats", type=int, default=3, help="alternations per backend (default: %(default)s)")
+    args = parser.parse_args()
+    backends = [b for b in args.backends.split(",") if b]
+    figures: dict[str, dict] = {}
+    ok = True
+    with tempfile.TemporaryDirectory(prefix="main-command-baseline-") as tmp:
+        tree = export(args.baseline, Path(tmp))
+        for backend in backends:
+            theirs, ours, phases = [], [], []
+            for k in range(args.repeats):
+                base_s, _ = one_run(backend, tree)
+                our_s, our_phases = one_run(backend, None)
+                theirs.append(base_s)
+                ours.append(our_s)
+                phases.append(our_phases)
+                print(f"{backend} #{k + 1}: baseline {base_s:6.2f} s   ours {our_s:6.2f} s", flush=True)
+            base_m, our_m = statistics.median(theirs), statistics.median(ours)
+            ratio = base_m / our_m
+            breakdown = {name: round(statistics.median(p.get(name, 0.0) for p in phases), 3)
+                         for name in dict.fromkeys(n for p in phases for n in p)}
+            target = TARGETS_S[backend]
+            print(f"{backend}: median baseline {base_m:.2f} s, ours {our_m:.2f} s: baseline / ours = {ratio:.2f}x; "
+                  f"target <= {target:.0f} s: {'met' if our_m <= target else 'NOT met'}")
+            print("  ours, phase by phase (median seconds): "
+                  + ", ".join(f"{name} {s:.2f}" for name, s in breakdown.items()))
+            ok = ok and ratio >= 1.0
+            figures[backend] = {"baseline_s": [round(x, 3) for x in theirs], "ours_s": [round(x, 3) for x in ours],
+                                "baseline_median_s": round(base_m, 3), "ours_median_s": round(our_m, 3),
+                                "ratio_baseline_over_ours": round(ratio, 3), "target_s": target,
+                                "target_met": our_m <= target, "phases_median_s": breakdown}
+    print("OK: ours is not slower than the baseline on any backend" if ok else "FAILED: ours is slower than the baseline")
+    print(orjson.dumps({"baseline": args.baseline, "repeats": args.repeats, "backends": figures, "ok": ok}).decode())
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
