@@ -313,7 +313,6 @@ async def _drive_logged(
     provider_url: str | None, ray_address: str | None, hooks: RunHooks, shards: int,
     elicited: dict[str, ElicitedRecord], audited: set[VoteKey], stop: StopControl,
 ) -> RunResult:
-    on_start, on_progress = hooks.on_start, hooks.on_progress
     timings = hooks.timings
     log = logs.get_logger("council.run").bind(run_id=folder.path.name)
     names = sorted(info.names | set(manifest.models))
@@ -323,8 +322,7 @@ async def _drive_logged(
     provider = (asyncio.ensure_future(_timed(timings, "provider start", start_embedded(manifest, items, info.read())))
                 if provider_url is None else None)
     warm = asyncio.ensure_future(_timed(timings, "anonymiser", _in_daemon_thread(warm_anonymiser, config, names)))
-    sim = None
-    started = dt.datetime.now(dt.UTC)
+    started = None  # when the grading began: the run's seconds are its grading's
     outcome = Outcome(0, 0, 0, 0, None, None, {})
     try:
         await _first_of([f for f in (ray_up, provider, warm) if f is not None], stop)
@@ -337,10 +335,10 @@ async def _drive_logged(
                                       "nodes of the cluster cannot reach: serve it where they can (`council sim "
                                       "--host ADDRESS` on a node) and pass --provider-url, or use --backend local")
             if provider is not None:
-                sim = provider.result()
-                provider_url = sim.url
-            outcome = await _grade(folder, manifest, items, info, config, provider_url, names, archived=archived,
-                                   reusable=reusable, backend=backend, hooks=hooks, shards=shards,
+                provider_url = provider.result().url
+            started = dt.datetime.now(dt.UTC)
+            outcome = await _grade(folder, manifest, items, info, config, provider_url, names, provider is not None,
+                                   archived=archived, reusable=reusable, backend=backend, hooks=hooks, shards=shards,
                                    elicited=elicited, audited=audited, stop=stop, log=log)
     finally:
         folder.close()
@@ -348,7 +346,7 @@ async def _drive_logged(
             hooks.on_graded()
         stats = await _stop_provider(provider, folder, timings)
     folder.write_bytes("quota_stats.json", dump_json(outcome.quota_stats))
-    seconds = (dt.datetime.now(dt.UTC) - started).total_seconds()
+    seconds = (dt.datetime.now(dt.UTC) - started).total_seconds() if started is not None else 0.0
     if stop.requested:
         folder.write_state("stopped", stop.reason, stop.detail, abandoned=outcome.abandoned)
     else:  # every row was taken through; some may still lack votes (failed calls, refused rows)
@@ -371,7 +369,7 @@ async def _drive_logged(
 
 async def _grade(
     folder: RunFolder, manifest: RunManifest, items: list[BankItem], info: RowsInfo, config: CouncilConfig,
-    provider_url: str, names: list[str], *, archived: ArchiveIndex | None,
+    provider_url: str, names: list[str], embedded: bool, *, archived: ArchiveIndex | None,
     reusable: dict[str, tuple[str, JudgeCallRecord]], backend: str, hooks: RunHooks, shards: int,
     elicited: dict[str, ElicitedRecord], audited: set[VoteKey], stop: StopControl, log: Any,
 ) -> Outcome:
@@ -379,7 +377,7 @@ async def _grade(
     models = manifest.models
     endpoints = {v: endpoint for v in [*config.roster_vendors, *(config.vendor_of(m) for m in models)]}
     log.info("run.start", rows=info.rows, backend=backend, shards=shards,
-             provider="embedded" if manifest.simulated and provider_url != manifest.provider_url else provider_url,
+             provider="embedded" if embedded else provider_url,
              archived_votes=len(archived) if archived is not None else None, resumed=bool(manifest.resumes))
     if hooks.on_start is not None:
         hooks.on_start(len(items) * len(models) if models else info.rows)
