@@ -87,12 +87,18 @@ INSPECT_MAKERS = {"OpenAI": "openai", "openai": "openai", "Anthropic": "anthropi
 
 def inspect_ids() -> dict[str, str]:
     """Every model id in inspect_ai's model database whose maker is known, in the ``org/model`` form inspect
-    keys it by and as the bare model name, each with the vendor its database says made it."""
-    from inspect_ai.model._model_data.model_data import read_model_info
+    keys it by and as the bare model name, each with the vendor its database says made it. Read in a child
+    process: importing inspect_ai patches zipfile, and a test of the importers that shares this process checks
+    that they read logs without that patch."""
+    import subprocess
+    import sys
 
+    script = ("import orjson, sys; from inspect_ai.model._model_data.model_data import read_model_info; "
+              "sys.stdout.buffer.write(orjson.dumps({k: i.organization for k, i in read_model_info().items()}))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, check=True, timeout=120)
     ids: dict[str, str] = {}
-    for key, info in read_model_info().items():
-        vendor = INSPECT_MAKERS.get(info.organization or "")
+    for key, organization in orjson.loads(done.stdout).items():
+        vendor = INSPECT_MAKERS.get(organization or "")
         model = key.rsplit("/", 1)[-1]
         if vendor is None or model == "latest":  # "latest": the database's name for a newest snapshot, not an id
             continue

@@ -36,6 +36,17 @@ async def run_small(url: str, rows: list[dict]) -> float:
         return time.perf_counter() - started
 
 
+async def grading(session, url: str, job_id: str, timeout_s: float = 60) -> None:
+    """Until tenant A's job has graded a row: its calls are drawing on every vendor's quota (bounded)."""
+    for _ in range(int(timeout_s * 20)):
+        async with session.get(f"{url}/v1/jobs/{job_id}", headers=auth("team-a")) as resp:
+            view = await resp.json()
+        if view["progress"]["rows_done"] > 0:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"job {job_id} graded no row: {view}")
+
+
 async def test_a_small_job_is_not_starved_by_a_big_one(tmp_path):
     import bank
 
@@ -55,7 +66,7 @@ async def test_a_small_job_is_not_starved_by_a_big_one(tmp_path):
             async with s.post(f"{svc.url}/v1/jobs", json={"rows": big}, headers=auth("team-a")) as resp:
                 assert resp.status == 201
                 big_job = (await resp.json())["id"]
-            await asyncio.sleep(3.0)  # the big job holds the quota
+            await grading(s, svc.url, big_job)  # the big job holds the quota
             shared = await run_small(svc.url, [dict(r, row_id=r["row_id"] + "-again") for r in small])
             async with s.get(f"{svc.url}/v1/jobs/{big_job}", headers=auth("team-a")) as resp:
                 assert (await resp.json())["state"] == "running"  # it was still running all along
