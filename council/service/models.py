@@ -21,7 +21,11 @@ class _Api(BaseModel):
 
 
 class JobOptions(_Api):
-    """How the council grades this job (what ``council run`` takes as flags)."""
+    """How the council grades this job (what ``council run`` takes as flags). Strict: always JSON (in a JSON body,
+    or the ``options`` query parameter of an NDJSON one), so a wrongly typed value (``"batch_audit": false``,
+    ``"compress_archive": 1``) is refused (422), not read as another type's value."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, strict=True)
 
     seed: int = Field(default=0, ge=0, le=2**63 - 1)
     quorum: int = Field(default=3, ge=1)
