@@ -380,6 +380,7 @@ def _grade(args: argparse.Namespace, command_line: str) -> int:
         seats = _seats(RunFolder.open_run(args.runs_dir, resume).read_json(MANIFEST).get("roster", []))
     board = RunBoard(seats)
     drawing: list[ReportDrawing] = []
+    no_report = args.no_report or os.environ.get("COUNCIL_NO_REPORT", "") not in ("", "0")
     stopping: list[threading.Thread] = []  # Ray's shutdown, under way
     with ProgressDisplay(board, args.progress_every):
         imported, skipped = None, []
@@ -403,7 +404,7 @@ def _grade(args: argparse.Namespace, command_line: str) -> int:
             def graded() -> None:  # Ray stops, and the report's child starts, while the run is scored
                 if not raycluster.still_starting():
                     stopping.append(raycluster.shutdown_ray_soon(hooks.timings))
-                if not stop.requested:
+                if not stop.requested and not no_report:
                     drawing.append(ReportDrawing())
 
             hooks.on_graded = graded

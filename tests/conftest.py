@@ -32,3 +32,4 @@ def _no_report_at_run_end(request, monkeypatch):
     ``write_report`` themselves."""
     if request.node.get_closest_marker("report_at_end") is None:
         monkeypatch.setattr("council.run.runner._write_report", lambda run_dir, log: None)
+        monkeypatch.setenv("COUNCIL_NO_REPORT", "1")  # the command lines a test runs in child processes too

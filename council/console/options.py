@@ -128,6 +128,9 @@ def running_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--compress-archive", action="store_true",
                    help="write the run's archive and rows as zstd frames, about 7x smaller; every command reads "
                         "them as it reads plain files (default: off)")
+    p.add_argument("--no-report", action="store_true",
+                   help="draw no report.html at the run's end (`council report RUN` draws it later); "
+                        "COUNCIL_NO_REPORT=1 in the environment does the same (default: drawn)")
     p.add_argument("--timings", action="store_true",
                    help="print where the run's wall time went, phase by phase, after its results (also logged: "
                         "log.jsonl, event run.done) (default: off)")

@@ -50,10 +50,11 @@ from elicitor import ElicitTask, elicit_key
 from elicitor.prompts import ELICIT_HASH, ELICIT_VERSION
 
 if TYPE_CHECKING:
-    from council.sim import SimProcess
+    from council.sim import SimProcess, SimServer
 
 BACKENDS = ("ray", "local")
 T = TypeVar("T")
+OWN_PROCESS_ROWS = 200  # the embedded provider has a process of its own for runs of at least this many rows
 
 
 @dataclass
@@ -622,20 +623,24 @@ def check_budget(config: CouncilConfig, models: list[str]) -> None:
                           f"model_prices in --config)")
 
 
-async def start_embedded(manifest: RunManifest, items: Iterable[BankItem], rows: Iterable[ResponseRow]) -> SimProcess:
+async def start_embedded(manifest: RunManifest, items: Iterable[BankItem],
+                         rows: Iterable[ResponseRow]) -> SimProcess | SimServer:
     """The embedded provider of a simulated run, started with the run's own behaviour (the planted one at the
     run's seed when it recorded none) and told the truth of ``rows``, and primed with the truth of every answer
     the run's models under test give. Answers are a pure function of the request, so a provider started for
     the same run later (to resume it, or to ask another judge: ``council crossjudge``) knows the truth of the
-    answers given earlier, and its judges grade them against it rather than guess. It runs in a process of its
-    own (:mod:`council.sim._process`), so that it and the council's client do not take turns on one event loop."""
-    from council.sim import SimConfig, TruthTable, prime, start_sim_process
+    answers given earlier, and its judges grade them against it rather than guess. For a run of at least
+    ``OWN_PROCESS_ROWS`` rows it runs in a process of its own (:mod:`council.sim._process`), so that it and the
+    council's client do not take turns on one event loop; a smaller run is served on this process's own loop,
+    as starting a process (about half a second of a core) would cost more than it saves."""
+    from council.sim import SimConfig, TruthTable, prime, start_sim, start_sim_process
 
     sim_config = (SimConfig.model_validate(manifest.sim_config) if manifest.sim_config
                   else SimConfig.planted(manifest.seed))
     truth = TruthTable.from_rows(items, rows)
     prime(sim_config, truth, manifest.models)
-    return await start_sim_process(sim_config, truth)
+    rows = manifest.rows or len(truth.questions()) * len(manifest.models)
+    return await (start_sim_process if rows >= OWN_PROCESS_ROWS else start_sim)(sim_config, truth)
 
 
 def _sim_config(req: RunRequest) -> dict[str, Any]:

@@ -207,6 +207,7 @@ def _children(pid: int) -> list[int]:
         return []
 
 
+@pytest.mark.report_at_end
 def test_ctrl_c_while_the_report_is_drawn_exits_within_3_s_and_says_what_draws_it(tmp_path, inputs):
     reference, common = inputs
     runs = tmp_path / "runs"

@@ -36,6 +36,7 @@ def test_timings_measure_from_the_process_start_and_keep_overlapping_phases():
     assert [p["phase"] for p in shown["phases"]] == ["inner", "outer"] and shown["total_s"] >= took_outer
 
 
+@pytest.mark.report_at_end
 def test_council_run_says_where_its_time_went_and_the_report_is_drawn_aside(tmp_path):
     responses = subset(tmp_path, 6)
     done = subprocess.run(council("run", "--backend", "local", "--run-id", "t", "--runs-dir", str(tmp_path / "runs"),
@@ -87,3 +88,12 @@ def _alive(pid: int) -> bool:
             return handle.read().rsplit(b")", 1)[1].split()[0] != b"Z"
     except FileNotFoundError:
         return False
+
+
+def test_no_report_draws_none(tmp_path):
+    responses = subset(tmp_path, 2)
+    done = subprocess.run(council("run", "--backend", "local", "--run-id", "n", "--runs-dir", str(tmp_path / "runs"),
+                                  "--simulate", "--responses", str(responses), "--no-report", "--progress-every", "0"),
+                          capture_output=True, text=True, timeout=300, env={**os.environ, "COUNCIL_NO_REPORT": "0"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert not (tmp_path / "runs" / "n" / "report.html").exists() and "report:" not in done.stdout
