@@ -157,22 +157,23 @@ def _section(html_id: str, title: str, body: str) -> str:
     return f'<section id="{html_id}" aria-labelledby="{html_id}-h">\n<h2 id="{html_id}-h">{esc(title)}</h2>\n{body}\n</section>'
 
 
-def build(run_dir: Path) -> str:
-    """The report of the run folder ``run_dir`` as an HTML document."""
+def build(run_dir: Path, workers: int = 1) -> str:
+    """The report of the run folder ``run_dir`` as an HTML document; with ``workers`` > 1 its sections are drawn
+    by that many forked processes at once (the same page: each section depends only on the run's data)."""
     from council.report import sections  # matplotlib is imported only when a report is drawn
 
     data = reading.load(Path(run_dir))
-    parts: list[Section] = []
-    for html_id, title, make in sections.SECTIONS:
-        if data.summary is None and html_id in sections.FROM_SUMMARY:
-            parts.append(Section(html_id, title, absent(
-                "no summary.json: the run has not been scored yet (council rescore RUN writes it)")))
-            continue
-        try:
-            parts.append(Section(html_id, title, make(data).body))
-        except Exception as exc:  # one section's bad data must not cost the rest of the report
-            parts.append(Section(html_id, title, f'<p class="absent error">This section could not be drawn: '
-                                                 f"{esc(type(exc).__name__)}: {esc(exc)}</p>"))
+    todo = list(range(len(sections.SECTIONS)))
+    if workers > 1 and hasattr(os, "fork"):
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        _drawing[:] = [data]  # what the forked workers inherit
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            parts = list(pool.map(_draw_section, todo))
+        _drawing.clear()
+    else:
+        parts = [_section_of(data, k) for k in todo]
     toc = "".join(f'<a href="#{p.id}">{esc(p.title)}</a>' for p in parts)
     run_id = (data.summary or {}).get("run_id") or (data.manifest or {}).get("run_id") or Path(run_dir).name
     return "\n".join([
@@ -199,10 +200,32 @@ def build(run_dir: Path) -> str:
     ])
 
 
-def write_report(run_dir: Path) -> Path:
+_drawing: list[Any] = []  # the run data of a build drawn by forked workers
+
+
+def _draw_section(k: int) -> Section:
+    return _section_of(_drawing[0], k)
+
+
+def _section_of(data: Any, k: int) -> Section:
+    """Section ``k`` of the report (an explanation in its place when it cannot be drawn)."""
+    from council.report import sections
+
+    html_id, title, make = sections.SECTIONS[k]
+    if data.summary is None and html_id in sections.FROM_SUMMARY:
+        return Section(html_id, title, absent(
+            "no summary.json: the run has not been scored yet (council rescore RUN writes it)"))
+    try:
+        return Section(html_id, title, make(data).body)
+    except Exception as exc:  # one section's bad data must not cost the rest of the report
+        return Section(html_id, title, f'<p class="absent error">This section could not be drawn: '
+                                       f"{esc(type(exc).__name__)}: {esc(exc)}</p>")
+
+
+def write_report(run_dir: Path, workers: int = 1) -> Path:
     """Write ``<run_dir>/report.html`` (atomically: a temporary file, then a rename) and return its path."""
     run_dir = Path(run_dir)
-    text = build(run_dir).encode("utf-8")
+    text = build(run_dir, workers).encode("utf-8")
     path = run_dir / REPORT
     fd, tmp = tempfile.mkstemp(prefix=".report-", suffix=".tmp", dir=run_dir)
     try:

@@ -13,6 +13,7 @@ import time
 import orjson
 import pytest
 
+from council.report.page import build
 from council.run.timings import Timings
 from council.sim import SimConfig, TruthTable, start_sim_process
 from tests.council._provider import council
@@ -55,7 +56,9 @@ def test_council_run_says_where_its_time_went_and_the_report_is_drawn_aside(tmp_
     printed = done.stdout[done.stdout.index("where the time went"):]
     for name in (*SEQUENTIAL, "report", "total"):
         assert f"  {name} " in printed, printed
-    assert (run / "report.html").read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    page = (run / "report.html").read_text(encoding="utf-8")
+    assert page.startswith("<!DOCTYPE html>")
+    assert page == build(run)  # the child drew its sections in two forked processes: the same page as one draws
     assert f"report: {run / 'report.html'}" in done.stdout
 
 
