@@ -70,36 +70,38 @@ def _round_one(run: Path) -> int:
     return path.read_bytes().count(b"\n") if path.exists() else 0
 
 
-def _ray_starting(run: Path) -> bool:  # the folder is made and Ray is not up yet (it logs when it is)
+def _ray_starting(run: Path, _proc: subprocess.Popen | None = None) -> bool:  # the folder is made and Ray is not up yet (it logs when it is)
     state = _state(run)
     return state is not None and state["state"] == "running" and not _events(run)
 
 
-def _actors_starting(run: Path) -> bool:  # grading has begun and no judge has answered yet
+def _actors_starting(run: Path, _proc: subprocess.Popen | None = None) -> bool:  # grading has begun and no judge has answered yet
     return "run.start" in _events(run) and _round_one(run) == 0
 
 
-def _mid_grading(run: Path) -> bool:
+def _mid_grading(run: Path, _proc: subprocess.Popen | None = None) -> bool:
     return _round_one(run) >= 100
 
 
-def _scoring(run: Path) -> bool:  # the grading is over: the state is written just before the run is scored
+def _scoring(run: Path, _proc: subprocess.Popen | None = None) -> bool:  # the grading is over: the state is written just before the run is scored
     state = _state(run)
     return state is not None and state["state"] == "finished"
 
 
-def _press(argv: list[str], run: Path, moment: Callable[[Path], bool], presses: int = 1) -> tuple[subprocess.CompletedProcess, float, bool]:
-    """Start ``argv``, press Ctrl-C ``presses`` times once ``moment`` holds (polled every 10 ms, at most 120 s);
+def _press(argv: list[str], run: Path, moment: Callable[[Path, subprocess.Popen], bool],
+           presses: int = 1) -> tuple[subprocess.CompletedProcess, float, bool]:
+    """Start ``argv``, press Ctrl-C ``presses`` times once ``moment(run, process)`` holds (polled every 5 ms, at
+    most 120 s);
     the finished process, the seconds from the first press to its exit, and whether the moment was caught
     before the command ended by itself."""
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     deadline = time.monotonic() + 120
     caught = False
     while time.monotonic() < deadline and proc.poll() is None:
-        if moment(run):
+        if moment(run, proc):
             caught = True
             break
-        time.sleep(0.01)
+        time.sleep(0.005)
     pressed = time.monotonic()
     if caught:
         for _ in range(presses):
@@ -171,23 +173,15 @@ def test_ctrl_c_while_a_large_input_is_validated_exits_within_3_s_and_makes_no_r
             handle.write(b"".join(orjson.dumps({**r, "row_id": f"{r['row_id']}#{copy}"}) + b"\n" for r in rows))
     runs = tmp_path / "runs"
 
-    def validating(_run: Path) -> bool:  # the command has the input open: it is being read
-        return any(os.path.realpath(f"/proc/{proc.pid}/fd/{fd}") == str(big)
-                   for fd in _fds(proc.pid))
+    def validating(_run: Path, proc: subprocess.Popen) -> bool:  # the command has the input open: being read
+        return any(os.path.realpath(f"/proc/{proc.pid}/fd/{fd}") == str(big) for fd in _fds(proc.pid))
 
-    proc = subprocess.Popen(council("run", "--backend", "local", "--simulate", "--responses", str(big), "--runs-dir",
-                                    str(runs), "--progress-every", "0"),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and proc.poll() is None and not validating(runs):
-        time.sleep(0.01)
-    assert proc.poll() is None, proc.communicate()
-    pressed = time.monotonic()
-    os.killpg(proc.pid, signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
-    took = time.monotonic() - pressed
-    assert proc.returncode == 130, err[-2000:]
+    done, took, caught = _press(council("run", "--backend", "local", "--simulate", "--responses", str(big),
+                                        "--runs-dir", str(runs), "--progress-every", "0"), runs, validating)
+    assert caught, done.stderr[-2000:]
+    assert done.returncode == 130, done.stderr[-2000:]
     assert took <= EXIT_WITHIN_S, took
+    out, err = done.stdout, done.stderr
     assert "before the run began" in out + err
     assert not runs.exists() or not any(runs.iterdir())  # nothing half-made
 
@@ -212,10 +206,7 @@ def test_ctrl_c_while_the_report_is_drawn_exits_within_3_s_and_says_what_draws_i
     reference, common = inputs
     runs = tmp_path / "runs"
     run = runs / "page"
-    proc = subprocess.Popen(council("run", "--run-id", "page", "--backend", "local", "--runs-dir", str(runs), *common),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-
-    def drawing() -> bool:  # scored, and the report's child is at work on a page not yet written
+    def drawing(run: Path, proc: subprocess.Popen) -> bool:  # scored; the report's child at work on its page
         if not (run / "summary.json").exists() or (run / "report.html").exists():
             return False
         for child in _children(proc.pid):
@@ -227,16 +218,12 @@ def test_ctrl_c_while_the_report_is_drawn_exits_within_3_s_and_says_what_draws_i
                 continue
         return False
 
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and proc.poll() is None and not drawing():
-        time.sleep(0.005)
-    assert proc.poll() is None, proc.communicate()
-    pressed = time.monotonic()
-    os.killpg(proc.pid, signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
-    took = time.monotonic() - pressed
-    assert proc.returncode == 130, err[-2000:]
+    done, took, caught = _press(council("run", "--run-id", "page", "--backend", "local", "--runs-dir", str(runs),
+                                        *common), run, drawing)
+    assert caught, done.stderr[-2000:]
+    assert done.returncode == 130, done.stderr[-2000:]
     assert took <= EXIT_WITHIN_S, took
+    out, err = done.stdout, done.stderr
     assert _state(run)["state"] == "finished"
     assert lines(run / "verdicts.jsonl") == lines(reference / "verdicts.jsonl")
     assert "council report page" in out + err
