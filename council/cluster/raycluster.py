@@ -27,7 +27,6 @@ Ray also talks on the driver's stderr, in two voices:
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import io
 import logging
 import os
@@ -37,6 +36,7 @@ import threading
 from typing import Any
 
 from council.core import logs
+from council.core.threads import in_thread
 
 LOOPBACK = "127.0.0.1"
 # Ray keeps the ``ray`` logger's handlers (with our filter on them) and sets its level; with
@@ -78,43 +78,20 @@ def ensure_ray(address: str | None = None, *, num_cpus: int | None = None) -> No
 def ensure_ray_soon(address: str | None = None, *, num_cpus: int | None = None) -> asyncio.Future[None]:
     """:func:`ensure_ray` in a thread, so that the event loop goes on (answering a Ctrl-C, starting the
     embedded provider) while Ray starts. The thread never ends: Ray's local node processes die with the thread
-    that started them (``PR_SET_PDEATHSIG``), so it waits, idle, for the life of the process."""
-    loop = asyncio.get_running_loop()
-    done: asyncio.Future[None] = loop.create_future()
+    that started them (``PR_SET_PDEATHSIG``), so it lingers, idle, for the life of the process."""
     if _ray_initialized():
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         done.set_result(None)
         return done
 
-    def settle(error: BaseException | None) -> None:
-        if done.cancelled():
-            return
-        if error is None:
-            done.set_result(None)
-        else:
-            done.set_exception(error)
-
-    def tell(error: BaseException | None) -> None:
-        try:
-            loop.call_soon_threadsafe(settle, error)
-        except RuntimeError:  # the loop has closed: the run ended (stopped) while Ray was starting
-            pass
-
-    context = contextvars.copy_context()  # Ray's notices go to the log of the run that started it
-
     def start() -> None:
         try:
-            context.run(ensure_ray, address, num_cpus=num_cpus)
-        except BaseException as exc:  # noqa: BLE001 - handed to the waiting coroutine
+            ensure_ray(address, num_cpus=num_cpus)
+        finally:
             _settled.set()
-            tell(exc)
-            return
-        _settled.set()
-        tell(None)
-        threading.Event().wait()
 
     _settled.clear()
-    threading.Thread(target=start, name="ray-start", daemon=True).start()
-    return done
+    return in_thread(start, name="ray-start", linger=True)
 
 
 _settled = threading.Event()  # the last start in a thread (:func:`ensure_ray_soon`) has ended, one way or another
@@ -237,13 +214,10 @@ def node_count() -> int:
     return sum(1 for node in ray.nodes() if node.get("Alive"))
 
 
-def shutdown_ray_soon(timings: Any = None) -> threading.Thread:
+def shutdown_ray_soon(timings: Any) -> threading.Thread:
     """:func:`shutdown_ray` in a thread (most of it is waiting for Ray's processes to end), timed as ``ray stop``
-    in ``timings`` (a :class:`council.run.timings.Timings`) when given; join the thread before exiting."""
+    in ``timings`` (a :class:`council.run.timings.Timings`); join the thread before exiting."""
     def stop() -> None:
-        if timings is None:
-            shutdown_ray()
-            return
         with timings.phase("ray stop"):
             shutdown_ray()
 

@@ -104,14 +104,7 @@ class RayPool:
 
 async def _until_up(ready: asyncio.Future[None], stop: StopControl) -> None:
     """Once the actor is up; Stopped if the run stops first (nothing was sent to it)."""
-    if ready.done():
-        return
-    stopping = asyncio.ensure_future(stop.wait())
-    try:
-        await asyncio.wait({ready, stopping}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        stopping.cancel()
-    if not ready.done():
+    if not await stop.first(ready):
         raise Stopped("run stopping before its judge started")
 
 

@@ -77,8 +77,7 @@ class Coordinator:
         self.budget = budget or Budget(None)
         self._on_elicited = on_elicited
         self._archived_elicited = archived_elicited or {}
-        names = [*config.roster_vendors, *(m.judge_model for m in config.roster), *extra_names]
-        self._scrub = Anonymiser(names, authors=config.roster_vendors)  # every author's patterns before any call
+        self._scrub = round_two_anonymiser(config, extra_names)
         self.issued = 0
         self.served_from_archive = 0
         self._audited = set(audited or ())  # votes whose batch audit is archived or under way
@@ -367,3 +366,11 @@ def _settled(results: list) -> list[JudgeCallRecord]:
         if isinstance(result, BaseException):
             raise result
     return results
+
+
+def round_two_anonymiser(config: CouncilConfig, extra_names: Iterable[str]) -> Anonymiser:
+    """The anonymiser of a council's round two: the roster's vendors and judge models and ``extra_names`` (the
+    rows' models and vendors), with every roster vendor's patterns compiled now, before any call (about a tenth
+    of a second each; compiled patterns are cached, so a second one for the same names costs nothing)."""
+    names = [*config.roster_vendors, *(m.judge_model for m in config.roster), *extra_names]
+    return Anonymiser(names, authors=config.roster_vendors)

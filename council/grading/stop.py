@@ -5,7 +5,7 @@ resumable. The first request wins; its reason is recorded in the run's state."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from council.core.errors import CouncilError
 
@@ -51,3 +51,15 @@ class StopControl:
             if self.requested:
                 self._event.set()
         await self._event.wait()
+
+    async def first(self, work: Awaitable[object]) -> bool:
+        """Wait for ``work`` or for a stop, whichever comes first: True when ``work`` is done (its outcome is
+        left in it), False when the stop came first (``work`` goes on)."""
+        work = asyncio.ensure_future(work)
+        if not work.done():
+            stopping = asyncio.ensure_future(self.wait())
+            try:
+                await asyncio.wait({work, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                stopping.cancel()
+        return work.done()

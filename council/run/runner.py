@@ -15,29 +15,27 @@ again with an index of the archived votes: a vote whose result is archived is ne
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime as dt
 import os
 import secrets
 import sys
-import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from bank import ResponsesFingerprint, check_responses, dataset_fingerprint, iter_responses, load_bank
 from council.core import logs
+from council.core.threads import in_thread
 from council.core.errors import ConfigError, InputError, ProviderUnavailable, RunFolderError
 from council.core.schema import BankItem, ElicitedRecord, JudgeCallRecord, ResponseRow, ResumeEntry, RunManifest
 from council.grading.budget import Budget
-from council.grading.coordinator import Coordinator, VoteKey
+from council.grading.coordinator import Coordinator, VoteKey, round_two_anonymiser
 from council.grading.stop import StopControl, Stopped
-from council.protocol.anonymise import Anonymiser
 from council.protocol.config import CouncilConfig, Endpoint, validation_problems
 from council.protocol.panels import METHODOLOGY_VERSION
 from council.protocol.prompts import PROMPT_HASHES, PROMPT_VERSION
@@ -53,7 +51,6 @@ if TYPE_CHECKING:
     from council.sim import SimProcess, SimServer
 
 BACKENDS = ("ray", "local")
-T = TypeVar("T")
 OWN_PROCESS_ROWS = 200  # the embedded provider has a process of its own for runs of at least this many rows
 
 
@@ -320,9 +317,10 @@ async def _drive_logged(
     # Ray and the embedded provider start side by side, while a thread compiles the anonymiser's patterns; a
     # stop asked meanwhile is answered at once (nothing was sent yet).
     ray_up = _start_ray(ray_address, shards, timings) if backend == "ray" else None
-    provider = (asyncio.ensure_future(_timed(timings, "provider start", start_embedded(manifest, items, info.read())))
+    provider = (asyncio.ensure_future(timings.timed("provider start", start_embedded(manifest, items, info.read())))
                 if provider_url is None else None)
-    warm = asyncio.ensure_future(_timed(timings, "anonymiser", _in_daemon_thread(warm_anonymiser, config, names)))
+    warm = asyncio.ensure_future(timings.timed("anonymiser", in_thread(warm_anonymiser, config, names,
+                                                                          name="anonymiser")))
     started = None  # when the grading began: the run's seconds are its grading's
     outcome = Outcome(0, 0, 0, 0, None, None, {})
     try:
@@ -396,48 +394,15 @@ def _start_ray(address: str | None, shards: int, timings: Timings) -> asyncio.Fu
 
     # A local instance gets a logical CPU per shard worker, so every worker is placed on this machine.
     num_cpus = max(os.cpu_count() or 1, shards) if shards and not address else None
-    return asyncio.ensure_future(_timed(timings, "ray start", ensure_ray_soon(address, num_cpus=num_cpus)))
-
-
-def _in_daemon_thread(work: Callable[..., T], *args: Any) -> asyncio.Future[T]:
-    """``work(*args)`` in a thread that a stopped run does not wait for when it exits (the default executor's
-    threads are joined at exit)."""
-    loop = asyncio.get_running_loop()
-    done: asyncio.Future[T] = loop.create_future()
-
-    def settle(result: Any, error: BaseException | None) -> None:
-        if not done.done():
-            done.set_exception(error) if error is not None else done.set_result(result)
-
-    def run() -> None:
-        result, error = None, None
-        try:
-            result = work(*args)
-        except BaseException as exc:  # noqa: BLE001 - handed to the waiting coroutine
-            error = exc
-        with contextlib.suppress(RuntimeError):  # the loop has closed: the run ended meanwhile
-            loop.call_soon_threadsafe(settle, result, error)
-
-    threading.Thread(target=run, name=getattr(work, "__name__", "work"), daemon=True).start()
-    return done
-
-
-async def _timed(timings: Timings, name: str, work: Awaitable[T]) -> T:
-    with timings.phase(name):
-        return await work
+    return asyncio.ensure_future(timings.timed("ray start", ensure_ray_soon(address, num_cpus=num_cpus)))
 
 
 async def _first_of(work: list[asyncio.Future[Any]], stop: StopControl) -> None:
     """Wait for all of ``work``, or for a stop, whichever comes first (a failure of ``work`` is raised)."""
     if not work:
         return
-    stopping = asyncio.ensure_future(stop.wait())
-    everything = asyncio.ensure_future(asyncio.gather(*work))
-    try:
-        await asyncio.wait({everything, stopping}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        stopping.cancel()
-    if everything.done():
+    everything = asyncio.gather(*work)
+    if await stop.first(everything):
         everything.result()
     else:  # stopped first: what is still starting is left to end with the process (or is stopped below)
         everything.add_done_callback(lambda f: f.cancelled() or f.exception())
@@ -577,10 +542,9 @@ async def _grade_here(
 
 
 def warm_anonymiser(config: CouncilConfig, names: Iterable[str]) -> None:
-    """Compile the patterns the coordinator's anonymiser will use (kept by the anonymiser's cache), now
-    rather than when the coordinator is built: about a tenth of a second for each roster vendor, done here
-    while Ray and the embedded provider start."""
-    Anonymiser([*config.roster_vendors, *(m.judge_model for m in config.roster), *names], authors=config.roster_vendors)
+    """Compile the patterns the coordinator's anonymiser will use (kept by the anonymiser's cache) now, while Ray
+    and the embedded provider start, rather than when the coordinator is built."""
+    round_two_anonymiser(config, names)
 
 
 def _write_report(run_dir: Path, log: Any) -> None:

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Iterator
 from contextlib import contextmanager
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 def _process_age() -> float:
@@ -36,6 +39,11 @@ class Timings:
             yield
         finally:
             self.add(name, began, time.perf_counter() - began)
+
+    async def timed(self, name: str, work: Awaitable[T]) -> T:
+        """``await work``, recorded as phase ``name``."""
+        with self.phase(name):
+            return await work
 
     def add(self, name: str, began: float, seconds: float) -> None:
         """Record a phase that began at ``began`` (``time.perf_counter()``) and lasted ``seconds``."""
