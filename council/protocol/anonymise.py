@@ -146,7 +146,11 @@ class Anonymiser:
         self._scope = None if vendors is None else frozenset(canonical_vendor(v) for v in vendors)
         self._by_author: dict[str, _Compiled] = {}
         for author in authors:
-            self._for(author)
+            self.prepare(author)
+
+    def prepare(self, author_vendor: str | None) -> None:
+        """Compile the patterns of texts by ``author_vendor`` now (about a tenth of a second), not at its first text."""
+        self._for(author_vendor)
 
     def scrub(self, text: str, author_vendor: str | None = None) -> str:
         """``text`` with every vendor or model name replaced by ``[redacted]``."""

@@ -319,7 +319,7 @@ async def _drive_logged(
     ray_up = _start_ray(ray_address, shards, timings) if backend == "ray" else None
     provider = (asyncio.ensure_future(timings.timed("provider start", start_embedded(manifest, items, info.read())))
                 if provider_url is None else None)
-    warm = asyncio.ensure_future(timings.timed("anonymiser", in_thread(warm_anonymiser, config, names,
+    warm = asyncio.ensure_future(timings.timed("anonymiser", in_thread(warm_anonymiser, config, names, stop,
                                                                           name="anonymiser")))
     started = None  # when the grading began: the run's seconds are its grading's
     outcome = Outcome(0, 0, 0, 0, None, None, {})
@@ -541,10 +541,11 @@ async def _grade_here(
                    budget, quota_stats)
 
 
-def warm_anonymiser(config: CouncilConfig, names: Iterable[str]) -> None:
+def warm_anonymiser(config: CouncilConfig, names: Iterable[str], stop: StopControl) -> None:
     """Compile the patterns the coordinator's anonymiser will use (kept by the anonymiser's cache) now, while Ray
-    and the embedded provider start, rather than when the coordinator is built."""
-    round_two_anonymiser(config, names)
+    and the embedded provider start, rather than when the coordinator is built; a run stopped meanwhile leaves
+    the rest (it would hold the interpreter from the scoring of the stopped run)."""
+    round_two_anonymiser(config, names, stopped=lambda: stop.requested)
 
 
 def _write_report(run_dir: Path, log: Any) -> None:
