@@ -15,6 +15,7 @@ import schemathesis
 from hypothesis import HealthCheck, settings
 from pydantic import AnyHttpUrl, TypeAdapter, ValidationError
 from schemathesis.checks import not_a_server_error
+from schemathesis.generation.meta import negated_parameters
 from schemathesis.specs.openapi.checks import (content_type_conformance, ignored_auth, negative_data_rejection,
                                                response_headers_conformance, response_schema_conformance,
                                                status_code_conformance, unsupported_method)
@@ -57,10 +58,18 @@ def _ndjson(_ctx, value):
     return "".join(json.dumps(line) + "\n" for line in lines).encode()
 
 
-def _adapt(case) -> None:
+def _adapt(case) -> bool:
     """Query parameters go with an NDJSON body only (as documented), so a JSON submission is sent without them; a
-    callback URL the service would accept points at a closed port on 127.0.0.1 instead."""
+    callback URL the service would accept points at a closed port on 127.0.0.1 instead. Whether every part the
+    case was generated to break is undone here (its query dropped; a missing Authorization header, which the
+    test supplies): such a case is no longer negative, and its acceptance is no finding."""
+    meta = case.meta
+    broken = {loc.value for loc, info in meta.components.items() if info.mode.is_negative} if meta else set()
+    headers = {name.lower() for name, loc in negated_parameters(meta) if loc.value == "header"}
+    undone = {"header"} if headers == {"authorization"} else set()
     if case.method == "POST" and case.media_type == "application/json":
+        if case.query:
+            undone.add("query")
         case.query = {}
     for holder in (case.body, case.query):
         url = holder.get("callback_url") if isinstance(holder, dict) else None
@@ -70,6 +79,7 @@ def _adapt(case) -> None:
             except ValidationError:
                 continue
             holder["callback_url"] = "http://127.0.0.1:9/callback"
+    return bool(broken) and broken <= undone
 
 
 schema = schemathesis.pytest.from_fixture("api_schema")
@@ -78,8 +88,8 @@ schema = schemathesis.pytest.from_fixture("api_schema")
 @schema.parametrize()
 @settings(QUIET, max_examples=EXAMPLES)
 def test_every_answer_is_documented(case):
-    _adapt(case)
-    case.call_and_validate(headers=auth("team-a"), checks=CHECKS, timeout=30)
+    checks = [c for c in CHECKS if c is not negative_data_rejection] if _adapt(case) else CHECKS
+    case.call_and_validate(headers=auth("team-a"), checks=checks, timeout=30)
 
 
 def test_following_links_from_a_job(api_schema):
