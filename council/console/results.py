@@ -1,17 +1,19 @@
 """What a run found, as the command line prints it: the leaderboard, the graded scales, the grader rules, the
-models under test, deliberation and agreement, and the partial-run and warning lines."""
+models under test, deliberation and agreement, what it cost, and the partial-run and warning lines."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import orjson
 from rich.console import Console
 from rich.markup import escape
 
-from council.console.output import console, num, pairs, pct, points, say, table
+from council.console.output import console, num, pairs, pct, points, say, table, usd
 from council.run.runner import RunResult
 from council.run.timings import Timings
 from council.scoring.scoring import WARN_RATE
+from council.store.runfolder import MANIFEST
 
 
 def print_result(result: RunResult, command: str = "run") -> None:
@@ -29,8 +31,37 @@ def print_result(result: RunResult, command: str = "run") -> None:
         print_rules(s.get("grader_rules"))
         print_elicitation(s)
         print_metrics(s)
+    print_cost(s, _manifest(result))
     print_warnings(s)
     say(f"run folder: {escape(str(result.run_dir))}")
+
+
+def _manifest(result: RunResult) -> dict[str, Any]:
+    try:
+        return orjson.loads((result.run_dir / MANIFEST).read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return {}
+
+
+def print_cost(s: dict[str, Any], manifest: dict[str, Any]) -> None:
+    """What the run cost (a simulated run: what it would have cost on the real providers, since the embedded
+    provider reports usage like a real one), in total, per round and per judge vendor; where the prices came
+    from, and the models with none (counted as $0, so the total is short of their calls)."""
+    if "cost_by_round_usd" not in s:  # a summary written before costs were broken down
+        return
+    facts = [("total", usd(s["cost_usd"]))]
+    facts += [(f"round {k}", usd(v)) for k, v in s["cost_by_round_usd"].items()]
+    if s.get("cost_elicitation_usd"):
+        facts.append(("models under test (answers)", usd(s["cost_elicitation_usd"])))
+    facts += [(f"judge {vendor}", usd(v)) for vendor, v in s["cost_by_vendor_usd"].items()]
+    prices = manifest.get("prices") or {}
+    sources = sorted({p["source"] for p in prices.values() if p})
+    if sources:
+        facts.append(("prices from", ", ".join(sources)))
+    unpriced = [m for m, p in prices.items() if p is None]
+    if unpriced:
+        facts.append(("no price (counted as $0)", f"{', '.join(unpriced)}: set model_prices in --config"))
+    pairs("what it would have cost on the real providers" if s.get("simulated") else "what it cost", facts)
 
 
 def print_leaderboard(s: dict[str, Any], title: str) -> None:

@@ -314,3 +314,7 @@ class RunManifest(_Strict):
     elicit_prompt_version: str | None = None
     elicit_prompt_hash: str | None = None
     skipped_inputs: list[str] = Field(default_factory=list)  # input records left out (--skip-invalid), with locations
+    price_table: str | None = None  # the table asked for prices the config does not set ("genai-prices 0.2.3")
+    # every judge model and model under test -> the price used (council.protocol.prices.Price: USD per million
+    # tokens in, out, cache read and write, its source and the table's provider), or null: no price
+    prices: dict[str, dict[str, Any] | None] = Field(default_factory=dict)

@@ -17,6 +17,7 @@ from council.core.files import validation_problems as validation_problems
 from council.core.schema import MemberSpec
 from council.core.vendors import DEFAULT_RESERVES, DEFAULT_ROSTER, KNOWN_VENDORS, canonical_vendor, resolve_vendor, vendor_of
 from council.protocol.panels import panel
+from council.protocol.prices import CONFIG, Price, table_price
 
 EMBEDDED_API_KEY = "embedded-provider"  # the embedded provider accepts any bearer token
 
@@ -158,12 +159,25 @@ class CouncilConfig(_Frozen):
     def settings(self, vendor: str) -> VendorSettings:
         return self.vendors.get(vendor) or VendorSettings()
 
-    def price_for(self, model: str, vendor: str) -> tuple[float, float]:
-        """USD per million input and output tokens: the model's own price, else its vendor's."""
+    def price(self, model: str, vendor: str) -> Price | None:
+        """The price of ``model``: the config's price for the model, else its vendor's (when set, i.e. not
+        zero), else the price table's (:mod:`council.protocol.prices`); ``None`` when none of them has one."""
         if model in self.model_prices:
-            return self.model_prices[model]
+            return Price(input_mtok=self.model_prices[model][0], output_mtok=self.model_prices[model][1], source=CONFIG)
         s = self.settings(vendor)
-        return s.price_in_per_mtok, s.price_out_per_mtok
+        if s.price_in_per_mtok or s.price_out_per_mtok:
+            return Price(input_mtok=s.price_in_per_mtok, output_mtok=s.price_out_per_mtok, source=CONFIG)
+        return table_price(model, vendor)
+
+    def price_for(self, model: str, vendor: str) -> tuple[float, float]:
+        """USD per million input and output tokens (:meth:`price`); (0, 0) for an unpriced model."""
+        price = self.price(model, vendor)
+        return price.per_mtok if price is not None else (0.0, 0.0)
+
+    def prices(self, models: list[str] = ()) -> dict[str, Price | None]:
+        """The price of every judge model and model under test (``None``: unpriced), by model id."""
+        seats = [(m.judge_model, m.vendor) for m in self.roster]
+        return {model: self.price(model, vendor) for model, vendor in [*seats, *((m, self.vendor_of(m)) for m in models)]}
 
     @classmethod
     def from_file(cls, path: Path, **overrides: Any) -> CouncilConfig:
@@ -212,10 +226,8 @@ class CouncilConfig(_Frozen):
         return [m.vendor for m in self.roster]
 
     def unpriced(self, models: list[str] = ()) -> list[str]:
-        """Judge models and models under test with no price (neither their own nor their vendor's)."""
-        seats = [(m.judge_model, m.vendor) for m in self.roster]
-        return [model for model, vendor in [*seats, *((m, self.vendor_of(m)) for m in models)]
-                if self.price_for(model, vendor) == (0.0, 0.0)]
+        """Judge models and models under test with no price: none in the config, and none in the table."""
+        return [model for model, price in self.prices(models).items() if price is None]
 
     def vendor_of(self, model: str) -> str:
         """The vendor of a model under this run's vendor map (see :func:`council.core.vendors.vendor_of`)."""

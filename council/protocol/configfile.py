@@ -185,7 +185,7 @@ COMMENTS: dict[str, str] = {
     "rows_in_flight": "rows in progress at once",
     "compress_archive": "keep the archive and rows.jsonl as zstd frames (every command reads both)",
     "model_prices": "model id -> [USD per million input tokens, USD per million output tokens]; wins over the "
-                    "vendor's prices",
+                    "vendor's prices and over the genai-prices table, which prices every other model it knows",
     "elicit_max_tokens": "output bound of each question put to a model under test (--models)",
     "budget_usd": "spend at most this many USD (no call starts that would go over); unset: no budget",
     "max_response_chars": "a longer response is refused before any call (refused.jsonl)",
@@ -202,8 +202,9 @@ COMMENTS: dict[str, str] = {
     "vendors.tpm": "tokens per minute (0: unlimited)",
     "vendors.concurrency": "requests in flight at once (shared by every process drawing on the vendor's quota)",
     "vendors.max_batch": "most rows of one round in one request, when the request limit binds",
-    "vendors.price_in_per_mtok": "USD per million input tokens",
-    "vendors.price_out_per_mtok": "USD per million output tokens",
+    "vendors.price_in_per_mtok": "USD per million input tokens of every model of the vendor (0: unset, the "
+                                 "genai-prices table's price)",
+    "vendors.price_out_per_mtok": "USD per million output tokens (0 for both: unset, the table's price)",
     "vendors.context_tokens": "the judge's context window: a longer prompt is refused before any call",
 }
 """One line per field (``table.field`` inside a table), for :func:`example_toml`."""

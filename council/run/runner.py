@@ -38,6 +38,7 @@ from council.grading.coordinator import Coordinator, VoteKey, round_two_anonymis
 from council.grading.stop import StopControl, Stopped
 from council.protocol.config import CouncilConfig, Endpoint, validation_problems
 from council.protocol.panels import METHODOLOGY_VERSION
+from council.protocol.prices import TABLE as PRICE_TABLE
 from council.protocol.prompts import PROMPT_HASHES, PROMPT_VERSION
 from council.scoring.scoring import rescore
 from council.store import archive
@@ -185,6 +186,7 @@ async def run_council(
         versions=_versions(), config=req.config.model_dump(mode="json"), sim_config=sim_config,
         reuse_from=list(req.reuse_from), models=list(req.models), skipped_inputs=list(req.skipped_inputs),
         shards=req.shards, elicit_prompt_version=ELICIT_VERSION if req.models else None, elicit_prompt_hash=ELICIT_HASH if req.models else None,
+        price_table=PRICE_TABLE, prices={m: p.model_dump() if p else None for m, p in req.config.prices(req.models).items()},
     )
     folder.write_json(MANIFEST, manifest.model_dump(mode="json"))
     folder.write_lines(ITEMS, [i for i in items if i.id in used])

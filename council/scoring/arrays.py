@@ -39,6 +39,8 @@ class Counters:
     errors: int = 0
     reused: int = 0
     cost_usd: float = 0.0
+    cost_by_round: Counter[int] = field(default_factory=Counter)  # round -> USD (shadow and audit votes: their round)
+    cost_by_vendor: Counter[str] = field(default_factory=Counter)  # judge vendor (member) -> USD
     reasked_requests: set[str] = field(default_factory=set)
     member_votes: Counter[str] = field(default_factory=Counter)
     member_status: dict[str, Counter[str]] = field(default_factory=dict)  # member -> parse status -> votes
@@ -56,7 +58,7 @@ class Counters:
         self.errors += status == "error"
         self.reused += rec.get("reused_from") is not None
         if rec.get("reused_from") is None:
-            self.cost_usd += rec.get("cost_usd") or 0.0
+            self.pay(rec)
         if len(raws) > 1:
             self.reasked_requests.add(rec.get("request_id", ""))
         self.member_votes[rec["member"]] += 1
@@ -64,6 +66,13 @@ class Counters:
             self.peers_shown[(rec["row_id"], rec["member"])] = (rec.get("peer_letters") or {},
                                                                 rec.get("peers_scrubbed") or {})
         self.member_status.setdefault(rec["member"], Counter())[status] += 1
+
+    def pay(self, rec: dict[str, Any]) -> None:
+        """Count what a vote's call cost, in the total and by round and judge vendor (which add up to it)."""
+        cost = rec.get("cost_usd") or 0.0
+        self.cost_usd += cost
+        self.cost_by_round[rec["round"]] += cost
+        self.cost_by_vendor[rec["member"]] += cost
 
 
 @dataclass
@@ -182,13 +191,13 @@ def build(folder: Path, roster: list[MemberSpec], self_exclusion: bool, probe_by
     graded = (answered | ~eligible[:, :, None]).all(axis=(1, 2))
     shadow = np.full(n, agg.MISSING, dtype=np.int8)
     for rec in _stream(folder / "shadow.jsonl", missing_ok=True):
-        counters.cost_usd += rec.get("cost_usd") or 0.0
+        counters.pay(rec)
         i = row_index.get(rec["row_id"])
         if i is not None:
             shadow[i] = CODE.get(rec.get("verdict"), agg.MISSING)
     audit = []
     for rec in _stream(folder / "audit.jsonl", missing_ok=True):
-        counters.cost_usd += rec.get("cost_usd") or 0.0
+        counters.pay(rec)
         i, j = row_index.get(rec["row_id"]), member_index.get(rec["member"])
         if i is not None and j is not None:
             audit.append((votes[i, j, rec["round"] - 1], CODE.get(rec.get("verdict"), agg.MISSING), j))

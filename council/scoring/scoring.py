@@ -357,6 +357,16 @@ def elicitation(records: list[ElicitedRecord]) -> dict[str, Any]:
     return out
 
 
+def costs(counters: Counters, elicited: list[ElicitedRecord]) -> dict[str, Any]:
+    """What the run cost (what a simulated run would have cost on the real providers): the total, and its
+    judging part by round and by judge vendor, each of which adds up, with the elicitation, to the total."""
+    elicitation = sum(r.cost_usd for r in elicited)
+    return {"cost_usd": round(counters.cost_usd + elicitation, 6),
+            "cost_by_round_usd": {str(k): round(counters.cost_by_round[k], 6) for k in (1, 2)},
+            "cost_by_vendor_usd": {v: round(c, 6) for v, c in sorted(counters.cost_by_vendor.items())},
+            "cost_elicitation_usd": round(elicitation, 6)}
+
+
 def rescore(folder: RunFolder) -> dict[str, Any]:
     """Rebuild ``verdicts.jsonl`` and ``summary.json`` from the archived rows and judge-call records, and the
     tables beside them (``scores.csv``, ``scores.parquet``, ``leaderboard.csv``: :mod:`council.store.tables`)."""
@@ -381,7 +391,7 @@ def rescore(folder: RunFolder) -> dict[str, Any]:
         summary["elicitation"] = elicitation(elicited)
         summary["diagnostics"]["warnings"] += [
             f"model {m} truncated" for m, e in summary["elicitation"].items() if e["truncated_rate"] > WARN_RATE]
-    summary["cost_usd"] = round(arrays.counters.cost_usd + sum(r.cost_usd for r in elicited), 6)
+    summary.update(costs(arrays.counters, elicited))
     folder.write_lines(VERDICTS, verdicts)
     folder.write_json(SUMMARY, summary)
     write_scores(folder.path)  # scores.csv, scores.parquet, leaderboard.csv: the same results for data tools

@@ -221,7 +221,8 @@ def test_runs_lists_the_run_folders_newest_first(sample, tmp_path, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines[1].split() == ["run", "state", "rows", "models", "cost", "created", "simulated"]
     assert [line.split()[0] for line in lines[2:4]] == ["later", "sample"]
-    assert lines[3].split()[1:5] == ["finished", "960", "6", "$0.0000"] and lines[3].split()[-1] == "yes"
+    cost = orjson.loads((copy / "sample" / "summary.json").read_bytes())["cost_usd"]  # at the table's prices
+    assert lines[3].split()[1:5] == ["finished", "960", "6", f"${cost:.4f}"] and cost > 0 and lines[3].split()[-1] == "yes"
 
 
 def test_report_writes_the_page_and_prints_its_path(sample, capsys):

@@ -72,13 +72,18 @@ def test_config_values_are_checked_with_plain_messages(tmp_path, capsys):
 
 
 def test_a_budget_needs_every_price(tmp_path, capsys):
-    args = ["run", "--backend", "local", "--runs-dir", str(tmp_path / "runs"), "--budget-usd", "1"]
+    unknown = "mistralai/no-such-model-9"  # a judge no price table knows
+    roster = [{**m.model_dump(), **({"judge_model": unknown} if m.vendor == "mistral" else {})}
+              for m in CouncilConfig().roster]
+    config = tmp_path / "unknown.json"
+    config.write_bytes(orjson.dumps({"roster": roster}))
+    args = ["run", "--backend", "local", "--runs-dir", str(tmp_path / "runs"), "--budget-usd", "1", "--config", str(config)]
     assert main(args) == 2
     err = capsys.readouterr().err
-    assert "no price for" in err and "mistralai/mistral-medium-3.1" in err and not (tmp_path / "runs").exists()
-    assert main(["estimate", "--json"]) == 0
-    assert "openai/gpt-5" in orjson.loads(capsys.readouterr().out)["unpriced"]
-    assert main(["estimate", "--config", priced_config(tmp_path), "--json"]) == 0
+    assert "no price for" in err and unknown in err and not (tmp_path / "runs").exists()
+    assert main(["estimate", "--config", str(config), "--json"]) == 0
+    assert orjson.loads(capsys.readouterr().out)["unpriced"] == [unknown]
+    assert main(["estimate", "--json"]) == 0  # the table prices the default council
     assert orjson.loads(capsys.readouterr().out)["unpriced"] == []
 
 

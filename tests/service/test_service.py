@@ -11,6 +11,7 @@ import orjson
 import pytest
 
 import bank
+from council.protocol.config import CouncilConfig
 from council.sim import SimConfig
 from tests.council._provider import quiet
 from tests.council.test_end_to_end import subset
@@ -129,8 +130,12 @@ async def test_bad_submissions_are_refused_whole(tmp_path):
            dict(rows[3], model="frobnicator-7b"), dict(rows[4], colour="blue"), dict(rows[0])]
     bad[5]["row_id"] = bad[0]["row_id"] = "dup"
     limits = {"team-c": {"max_running_jobs": 1, "max_rows_per_job": 5}}
+    config = tmp_path / "unpriced.json"  # a reserve judge no price table knows: a budget is refused
+    config.write_bytes(orjson.dumps({"roster": [{**m.model_dump(), **({"judge_model": "mistralai/no-such-model-9"}
+                                                                       if m.reserve else {})}
+                                                for m in CouncilConfig().roster]}))
     with service(tmp_path, "--simulate", "--sim-config", str(slow_world(tmp_path)), "--max-body-mb", "0.05",
-                 limits=limits) as svc:
+                 "--config", str(config), limits=limits) as svc:
         async with aiohttp.ClientSession() as s:
             async with s.post(f"{svc.url}/v1/jobs", json={"rows": bad}, headers=auth("team-a")) as resp:
                 assert resp.status == 422

@@ -1,0 +1,92 @@
+"""Model prices from a maintained table: Pydantic's ``genai-prices``, never a hand-copied one.
+
+The config may set a price (``model_prices``, or a vendor's ``price_in_per_mtok``/``price_out_per_mtok``);
+every other model is looked up in the table. Our ids are OpenRouter style (``anthropic/claude-sonnet-4.5``):
+the model is asked first of its maker's own provider in the table (by the name after the organisation,
+matched by the table's own rules), then of the table's OpenRouter provider by the whole id, since that is
+how the ids are written and how a vendor with no provider of its own (Qwen) is sold. A model neither knows
+stays unpriced: nothing is guessed from a similar name.
+
+Prices are the table's standard (non-batch) rates on the day of the first lookup, at its base tier (the
+judges' prompts are far below the 200k-token tiers some models have). A run asks once per model and vendor:
+lookups are cached.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from decimal import Decimal
+from functools import lru_cache
+from importlib.metadata import version
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict
+
+from council.core.vendors import normalize_model_id
+
+if TYPE_CHECKING:
+    from genai_prices.types import TieredPrices
+
+TABLE = f"genai-prices {version('genai-prices')}"  # the source named in a table price and in the manifest
+CONFIG = "config"
+
+# Canonical vendor (council.core.vendors) -> the table's provider that sells that maker's models directly.
+# A vendor missing here (alibaba) is priced through OpenRouter only.
+PROVIDERS: dict[str, str] = {
+    "openai": "openai", "anthropic": "anthropic", "google": "google", "deepseek": "deepseek",
+    "mistral": "mistral", "xai": "x-ai", "moonshot": "moonshotai", "zhipu": "zai", "cohere": "cohere",
+    "meta": "meta", "minimax": "minimax",
+}
+ROUTER = "openrouter"
+
+
+class Price(BaseModel):
+    """USD per million tokens of one model, and where the figures come from (``config`` or the table with its
+    version; ``provider`` is the table's provider that priced it). Cache prices are ``None`` when unknown."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    input_mtok: float
+    output_mtok: float
+    cache_read_mtok: float | None = None
+    cache_write_mtok: float | None = None
+    source: str
+    provider: str | None = None
+
+    @property
+    def per_mtok(self) -> tuple[float, float]:
+        """(input, output): what a judge's ``cost_usd`` is worked out from (usage has no cache tokens)."""
+        return self.input_mtok, self.output_mtok
+
+
+@lru_cache(maxsize=1024)
+def table_price(model: str, vendor: str) -> Price | None:
+    """The table's price of ``model`` (made by ``vendor``), or ``None`` when the table does not know it.
+    genai-prices is imported here, on the first lookup: it takes about 0.2 s, which commands that price
+    nothing (``council runs``, ``--help``) need not pay."""
+    from genai_prices import data_snapshot
+
+    normal = normalize_model_id(model)
+    snapshot = data_snapshot.get_snapshot()
+    asks = [(PROVIDERS[vendor], normal.rsplit("/", 1)[-1])] if vendor in PROVIDERS else []
+    if "/" in normal:
+        asks.append((ROUTER, normal))
+    for provider_id, ref in asks:
+        try:
+            provider, info = snapshot.find_provider_model(ref, None, provider_id, None)
+        except LookupError:
+            continue
+        rates = info.get_prices(datetime.now(UTC))
+        if rates.input_mtok is None and rates.output_mtok is None:
+            continue  # priced per image or second, not per token
+        return Price(input_mtok=_usd(rates.input_mtok), output_mtok=_usd(rates.output_mtok),
+                     cache_read_mtok=_usd(rates.cache_read_mtok, None),
+                     cache_write_mtok=_usd(rates.cache_write_mtok, None), source=TABLE, provider=provider.id)
+    return None
+
+
+def _usd(rate: Decimal | TieredPrices | None, missing: float | None = 0.0) -> float | None:
+    """A table rate in USD per million tokens; a tiered rate's base tier."""
+    if rate is None:
+        return missing
+    return float(getattr(rate, "base", rate))

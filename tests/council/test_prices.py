@@ -1,0 +1,109 @@
+"""Prices come from genai-prices unless the config sets one; every run says what it cost, and how it adds up."""
+
+from __future__ import annotations
+
+from importlib.metadata import version
+
+import genai_prices
+import orjson
+import pytest
+
+from council.cli import main
+from council.core.errors import ConfigError
+from council.core.schema import MemberSpec
+from council.protocol.config import CouncilConfig
+from council.protocol.prices import table_price
+from council.run.runner import check_budget
+from tests.council.test_end_to_end import lines, subset
+
+TABLE = f"genai-prices {version('genai-prices')}"
+UNKNOWN = "mistralai/no-such-model-9"  # a mistral id no table lists
+CONFIGURED = {"openai/gpt-5": (2.0, 8.0)}  # a price the config sets for one judge
+
+
+def genai_usd(model: str, provider: str, **tokens: int) -> float:
+    """What genai-prices itself says the usage costs, asked by the table's own model id and provider."""
+    return float(genai_prices.calc_price(genai_prices.Usage(**tokens), model, provider_id=provider).total_price)
+
+
+def paid(record: dict, price: dict) -> float:
+    """A vote's cost: at the config's price, or as genai-prices works it out for the table's provider."""
+    tokens_in, tokens_out = record["usage"]["prompt_tokens"], record["usage"]["completion_tokens"]
+    if price["source"] == "config":
+        return (tokens_in * price["input_mtok"] + tokens_out * price["output_mtok"]) / 1e6
+    model = record["judge_model"]
+    ref = model if price["provider"] == "openrouter" else model.split("/", 1)[1]
+    return genai_usd(ref, price["provider"], input_tokens=tokens_in, output_tokens=tokens_out)
+
+
+@pytest.mark.parametrize(("model", "vendor", "provider", "ref"), [
+    ("anthropic/claude-sonnet-4.5", "anthropic", "anthropic", "claude-sonnet-4.5"),
+    ("google/gemini-2.5-pro", "google", "google", "gemini-2.5-pro"),
+    ("openai/gpt-5", "openai", "openai", "gpt-5"),
+    ("deepseek/deepseek-v3.2", "deepseek", "deepseek", "deepseek-v3.2"),
+    ("qwen/qwen3-max", "alibaba", "openrouter", "qwen/qwen3-max"),  # no provider of its own: OpenRouter's
+    ("mistralai/mistral-medium-3.1", "mistral", "openrouter", "mistralai/mistral-medium-3.1"),
+    ("openrouter/anthropic/claude-haiku-4.5", "anthropic", "anthropic", "claude-haiku-4.5"),  # a routed id
+])
+def test_a_table_price_costs_what_genai_prices_says(model, vendor, provider, ref):
+    price = table_price(model, vendor)
+    assert price is not None and price.source == TABLE and price.provider == provider
+    tokens_in, tokens_out = 1234, 567
+    ours = (tokens_in * price.input_mtok + tokens_out * price.output_mtok) / 1e6
+    assert ours == pytest.approx(genai_usd(ref, provider, input_tokens=tokens_in, output_tokens=tokens_out), rel=1e-9)
+    if price.cache_read_mtok is not None:  # every input token read from the cache
+        assert price.cache_read_mtok * 1e-6 * tokens_in == pytest.approx(
+            genai_usd(ref, provider, input_tokens=tokens_in, cache_read_tokens=tokens_in), rel=1e-9)
+
+
+def test_the_config_beats_the_table_and_an_unset_vendor_price_does_not():
+    vendors = {"anthropic": {"price_in_per_mtok": 4.0, "price_out_per_mtok": 20.0}, "google": {"rpm": 10}}
+    config = CouncilConfig(model_prices=CONFIGURED, vendors=vendors)
+    assert config.price("openai/gpt-5", "openai").source == "config"
+    assert config.price_for("openai/gpt-5", "openai") == (2.0, 8.0)
+    assert config.price_for("anthropic/claude-sonnet-4.5", "anthropic") == (4.0, 20.0)
+    table = table_price("google/gemini-2.5-pro", "google")
+    assert config.price("google/gemini-2.5-pro", "google") == table and table.input_mtok > 0  # 0 means unset
+    assert config.price_for("qwen/qwen3-max", "alibaba") == table_price("qwen/qwen3-max", "alibaba").per_mtok
+
+
+def test_a_budget_needs_no_written_price_but_refuses_a_model_no_table_knows():
+    check_budget(CouncilConfig(budget_usd=1.0), ["openai/gpt-4.1-mini", "meta-llama/llama-3.3-70b-instruct"])
+    roster = [MemberSpec(vendor=m.vendor, judge_model=UNKNOWN if m.vendor == "mistral" else m.judge_model,
+                         reserve=m.reserve) for m in CouncilConfig().roster]
+    config = CouncilConfig(roster=roster, budget_usd=1.0)
+    assert table_price(UNKNOWN, "mistral") is None and config.unpriced(["acme/own-7b"]) == [UNKNOWN, "acme/own-7b"]
+    with pytest.raises(ConfigError, match=rf"no price for: {UNKNOWN}.*model_prices"):
+        check_budget(config, [])
+    check_budget(config.model_copy(update={"model_prices": {UNKNOWN: (1.0, 3.0)}}), [])  # priced by the config
+
+
+def test_a_simulated_run_records_its_prices_and_what_it_would_have_cost(tmp_path, capsys):
+    config = tmp_path / "council.json"
+    config.write_bytes(orjson.dumps({"model_prices": CONFIGURED, "shadow_self": True}))
+    args = ["run", "--backend", "local", "--runs-dir", str(tmp_path / "runs"), "--run-id", "r",
+            "--responses", str(subset(tmp_path, 4)), "--simulate", "--config", str(config)]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    folder = tmp_path / "runs" / "r"
+    manifest, summary = (orjson.loads((folder / name).read_bytes()) for name in ("manifest.json", "summary.json"))
+    judges = {m.judge_model for m in CouncilConfig().roster}
+    assert manifest["price_table"] == TABLE and set(manifest["prices"]) == judges
+    assert manifest["prices"]["openai/gpt-5"] == {"input_mtok": 2.0, "output_mtok": 8.0, "cache_read_mtok": None,
+                                                   "cache_write_mtok": None, "source": "config", "provider": None}
+    assert {p["source"] for m, p in manifest["prices"].items() if m != "openai/gpt-5"} == {TABLE}
+
+    records = [*lines(folder / "round1.jsonl"), *lines(folder / "round2.jsonl"), *lines(folder / "shadow.jsonl")]
+    assert any(r["shadow"] for r in records)  # shadow votes are paid too, and counted in round one
+    for r in records:  # each vote costs its tokens at the recorded price, as genai-prices works it out
+        assert r["cost_usd"] == pytest.approx(paid(r, manifest["prices"][r["judge_model"]]), rel=1e-6, abs=1e-9)
+
+    total = summary["cost_usd"]
+    assert total == pytest.approx(sum(r["cost_usd"] for r in records), abs=1e-5) and total > 0
+    assert sum(summary["cost_by_round_usd"].values()) == pytest.approx(total, abs=1e-5)
+    assert sum(summary["cost_by_vendor_usd"].values()) == pytest.approx(total, abs=1e-5)
+    assert set(summary["cost_by_vendor_usd"]) == {r["member"] for r in records}
+    assert summary["cost_by_round_usd"]["1"] == pytest.approx(
+        sum(r["cost_usd"] for r in records if r["round"] == 1), abs=1e-5)
+    assert "what it would have cost on the real providers" in out and f"total: ${total:.4f}" in out
+    assert f"prices from: config, {TABLE}" in out
