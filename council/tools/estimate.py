@@ -1,9 +1,9 @@
 """``council estimate``: what a run would send, cost and take, without making a call.
 
 Per vendor: eligible votes, requests (at the batch size the quotas would choose), tokens in and out, cost
-at the configured prices, and the time that vendor's quota needs. The run's lower bound is
-**T\\* = max over vendors of requests ÷ sustainable request rate**, where the sustainable rate respects
-both the request and the token limit.
+at the config's prices or else the genai-prices table's (:meth:`CouncilConfig.price`), and the time that
+vendor's quota needs. The run's lower bound is **T\\* = max over vendors of requests ÷ sustainable request
+rate**, where the sustainable rate respects both the request and the token limit.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ class Estimate:
     vendors: list[VendorEstimate]
     rows: int
     t_star_s: float  # 0 when no vendor has a limit
-    unpriced: list[str]  # judge models and models under test with no price: their cost counts as 0
+    unpriced: list[str]  # judge models and models under test the config and the table leave unpriced: counted as 0
 
     def as_dict(self) -> dict:
         return {"rows": self.rows, "t_star_s": round(self.t_star_s, 3), "unpriced": self.unpriced,
