@@ -1,8 +1,11 @@
 """``python -m council.report``: read a run folder's path on standard input, then write its report.html; end of
-input without a path draws nothing (see :mod:`council.report.background`)."""
+input without a path draws nothing (see :mod:`council.report.background`). matplotlib and the sections are
+imported first, while the command line is still grading or scoring the run, so that only the drawing is left
+once the path arrives."""
 
 import sys
 
+import council.report.sections  # noqa: F401 - imported now, while the run is not done yet
 from council.report.page import write_report
 
 if __name__ == "__main__":
