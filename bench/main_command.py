@@ -11,6 +11,12 @@ ours...) ``--repeats`` times per backend; the medians are compared.
 
 Ours runs with ``--timings``; its phases (the median of each over the repeats) are printed as the breakdown.
 
+With Ray, a third process is timed beside the two (``--floor``, on by default): Ray alone, started as the run
+starts it (a private local instance on 127.0.0.1, no dashboard), with as many no-op actors as the run creates
+(one judge per roster vendor and the quota actor), each called once, then stopped: the wall time no Ray run
+of this command can go below before it grades a row. Child processes write their bytecode caches as on a
+user's machine (``PYTHONDONTWRITEBYTECODE`` is removed from their environment).
+
 Run it from the repository root::
 
     python bench/main_command.py                    # both backends, 3 alternations each
@@ -53,9 +59,42 @@ def export(commit: str, into: Path) -> Path:
     return tree
 
 
+FLOOR = """
+import os, sys
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+import ray
+ray.init(address="local", _node_ip_address="127.0.0.1", include_dashboard=False, log_to_driver=False)
+
+@ray.remote
+class Idle:
+    def ping(self):
+        return 1
+
+actors = [Idle.remote() for _ in range(int(sys.argv[1]))]
+ray.get([a.ping.remote() for a in actors])
+ray.shutdown()
+"""
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+def ray_floor(actors: int) -> float:
+    """Seconds of one process that starts Ray as the run does, starts ``actors`` no-op actors, calls each once
+    and stops Ray."""
+    with tempfile.TemporaryDirectory(prefix="main-command-floor-") as cwd:
+        began = time.perf_counter()
+        subprocess.run([sys.executable, "-c", FLOOR, str(actors)], cwd=cwd, env=_env(), check=True,
+                       capture_output=True, timeout=300)
+        return time.perf_counter() - began
+
+
 def one_run(backend: str, tree: Path | None) -> tuple[float, dict[str, float]]:
     """Seconds of one ``council run`` (the baseline's when ``tree`` is given) and, for ours, its phases."""
-    env = dict(os.environ)
+    env = _env()
     if tree is not None:
         env["PYTHONPATH"] = str(tree)
     with tempfile.TemporaryDirectory(prefix="main-command-") as cwd:
@@ -83,21 +122,28 @@ def main() -> int:
     parser.add_argument("--baseline", default=BASELINE, help="commit to compare with (default: %(default)s)")
     parser.add_argument("--backends", default="ray,local", help="comma-separated (default: %(default)s)")
     parser.add_argument("--repeats", type=int, default=3, help="alternations per backend (default: %(default)s)")
+    parser.add_argument("--no-floor", dest="floor", action="store_false", help="do not time Ray alone")
     args = parser.parse_args()
+    from council.protocol.config import CouncilConfig
+
+    actors = len(CouncilConfig().roster_vendors) + 1  # a judge per roster vendor, and the quota actor
     backends = [b for b in args.backends.split(",") if b]
     figures: dict[str, dict] = {}
     ok = True
     with tempfile.TemporaryDirectory(prefix="main-command-baseline-") as tmp:
         tree = export(args.baseline, Path(tmp))
         for backend in backends:
-            theirs, ours, phases = [], [], []
+            theirs, ours, phases, floors = [], [], [], []
+            timing_floor = args.floor and backend == "ray"
             for k in range(args.repeats):
                 base_s, _ = one_run(backend, tree)
                 our_s, our_phases = one_run(backend, None)
                 theirs.append(base_s)
                 ours.append(our_s)
                 phases.append(our_phases)
-                print(f"{backend} #{k + 1}: baseline {base_s:6.2f} s   ours {our_s:6.2f} s", flush=True)
+                floors += [ray_floor(actors)] if timing_floor else []
+                floor = f"   Ray alone with {actors} actors {floors[-1]:6.2f} s" if timing_floor else ""
+                print(f"{backend} #{k + 1}: baseline {base_s:6.2f} s   ours {our_s:6.2f} s{floor}", flush=True)
             base_m, our_m = statistics.median(theirs), statistics.median(ours)
             ratio = base_m / our_m
             breakdown = {name: round(statistics.median(p.get(name, 0.0) for p in phases), 3)
@@ -107,11 +153,16 @@ def main() -> int:
                   f"target <= {target:.0f} s: {'met' if our_m <= target else 'NOT met'}")
             print("  ours, phase by phase (median seconds): "
                   + ", ".join(f"{name} {s:.2f}" for name, s in breakdown.items()))
+            if floors:
+                print(f"  Ray alone (start, {actors} no-op actors, stop): median {statistics.median(floors):.2f} s")
             ok = ok and ratio >= 1.0
             figures[backend] = {"baseline_s": [round(x, 3) for x in theirs], "ours_s": [round(x, 3) for x in ours],
                                 "baseline_median_s": round(base_m, 3), "ours_median_s": round(our_m, 3),
                                 "ratio_baseline_over_ours": round(ratio, 3), "target_s": target,
                                 "target_met": our_m <= target, "phases_median_s": breakdown}
+            if floors:
+                figures[backend] |= {"ray_alone_s": [round(x, 3) for x in floors],
+                                     "ray_alone_median_s": round(statistics.median(floors), 3), "actors": actors}
     print("OK: ours is not slower than the baseline on any backend" if ok else "FAILED: ours is slower than the baseline")
     print(orjson.dumps({"baseline": args.baseline, "repeats": args.repeats, "backends": figures, "ok": ok}).decode())
     return 0 if ok else 1
