@@ -100,6 +100,13 @@ class VendorBehaviour(BaseModel):
     """In a batched reply, P(leaving a row's entry out of the verdicts array); drawn per row from its content."""
     rate_limit_headers: bool = True
     """Send ``x-ratelimit-*`` headers; when False, a 200 carries none and a 429 only ``retry-after``."""
+    prompt_cache_ttl_s: float = Field(default=300.0, ge=0.0)
+    """Automatic prompt caching, as OpenAI documents it (``council.sim._cache``): how long a cached prompt prefix
+    stays after its last use, in seconds; 0 = no caching (and no ``usage.prompt_tokens_details``)."""
+    prompt_cache_min_tokens: int = Field(default=1024, ge=1)
+    """The shortest prompt that is cached, and the least a hit serves, in tokens."""
+    prompt_cache_block_tokens: int = Field(default=128, ge=1)
+    """Cached tokens come in whole blocks of this many tokens."""
 
     # Graded items (a bank ``scale``; the rules are in ``council.sim._grading``). The defaults change nothing
     # for correct / incorrect items, and give an unbiased judge on graded ones.

@@ -17,7 +17,8 @@ own_vendor_rows (rows a judge received whose producer is a model of the judge's 
 the provider-side check of self-exclusion), unknown_producers (producer models of received rows that the
 world does not know, counted as no vendor), prose_json and fenced (replies whose JSON came inside prose or
 inside a ```json fence), and the transport faults served: stalls (``timeout_rate``), resets, bad_bodies,
-slow_answers and storm_429s (429s of a storm, also counted in rate_limited). Everything counted on receipt
+slow_answers and storm_429s (429s of a storm, also counted in rate_limited), and cached_tokens (billed prompt
+tokens served from the prompt cache, ``council.sim._cache``: part of prompt_tokens). Everything counted on receipt
 is counted billed or not.
 
 Billing is truthful: ``billed`` counts the chat requests whose work was done and whose 200 status line went
@@ -61,6 +62,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from council.sim._cache import PrefixCache
 from council.sim._config import ModelBehaviour, SimConfig, VendorBehaviour
 from council.sim._eliciting import elicit, record_truth, sent_record
 from council.sim._judging import Message, decide
@@ -72,7 +74,7 @@ _JSON = "application/json"
 _STAT_KEYS = (
     "requests", "rate_limited", "billed", "errors", "prompt_tokens", "completion_tokens", "batched_items",
     "elicitations", "reasoning_tokens", "own_vendor_rows", "unknown_producers", "prose_json", "fenced",
-    "stalls", "resets", "bad_bodies", "slow_answers", "storm_429s",
+    "stalls", "resets", "bad_bodies", "slow_answers", "storm_429s", "cached_tokens",
 )
 _RESPONSE_FORMATS = frozenset({"text", "json_object", "json_schema"})
 
@@ -108,6 +110,7 @@ class _State:
         self.truth = truth
         self.world = config.catalogue
         self.quota = QuotaBook(config, clock)
+        self.prompt_cache = PrefixCache(clock)
         self.clock = clock
         self.first_seen: dict[str, float] = {}  # vendor -> time of its first chat request (429 storms)
         self.models: dict[str, _Model] = {}
@@ -412,6 +415,11 @@ async def _chat(request: web.Request) -> web.StreamResponse:
         "completion_tokens": completion_tokens,
         "total_tokens": prompt_tokens + completion_tokens,
     }
+    if b.prompt_cache_ttl_s > 0:
+        cached = st.prompt_cache.serve(model_id, messages, prompt_tokens, min_tokens=b.prompt_cache_min_tokens,
+                                       block_tokens=b.prompt_cache_block_tokens, ttl_s=b.prompt_cache_ttl_s)
+        stats.cached_tokens += cached
+        usage["prompt_tokens_details"] = {"cached_tokens": cached}
     if elicited is not None:
         usage["completion_tokens_details"] = {"reasoning_tokens": reasoning}
         record_truth(st.truth, elicited, content, model_id)
