@@ -50,6 +50,11 @@ def fraction(text: str) -> float:
     return value
 
 
+def share(text: str) -> float:
+    """A share in [0, 1] (0: none)."""
+    return _number(text, float, lambda v: 0.0 <= v <= 1.0, "a share in [0, 1]")
+
+
 def runs_dir_arg(p: argparse.ArgumentParser, what: str = "where the run folders are") -> None:
     p.add_argument("--runs-dir", type=Path, default=Path("runs"), metavar="DIR", help=f"{what} (default: ./runs)")
 
@@ -93,6 +98,14 @@ def protocol_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch-audit", type=fraction, metavar="FRACTION",
                    help="re-ask this seeded share of batched votes alone and report batched-vs-solo agreement "
                         "(default: the config's, else none)")
+    p.add_argument("--deliberate", choices=("all", "disputed"),
+                   help="all: round two on every row; disputed: only on rows whose round one is not unanimous (a "
+                        "graded item: some dimension's levels spread by more than one), the others keep their "
+                        "round-one verdict (default: the config's, else all)")
+    p.add_argument("--deliberation-audit", type=share, metavar="SHARE",
+                   help="with --deliberate disputed: this seeded share of the skipped rows still gets round two, "
+                        "never counted; the summary says how many verdicts it would have changed (default: the "
+                        "config's, else 0)")
     p.add_argument("--budget-usd", type=positive, metavar="USD",
                    help="issue no call that would take projected spend over this; the run stays resumable with a "
                         "larger budget (default: the config's, else no budget)")

@@ -90,7 +90,7 @@ def print_simulated(s: dict[str, Any]) -> None:
 def print_metrics(s: dict[str, Any]) -> None:
     """Deliberation and agreement: the effects of round two with their intervals, agreement per round, herding,
     the flags and the accuracy against the truth."""
-    facts: list[tuple[str, str]] = []
+    facts: list[tuple[str, str]] = _deliberated(s.get("deliberation"))
     unc = s.get("uncertainty", {})
     for key in ("deliberation_impact", "agreement_lift", "consensus_flip_rate", "unanimity_lift"):
         band = unc.get(key)
@@ -121,6 +121,21 @@ def print_metrics(s: dict[str, Any]) -> None:
         facts.append((f"self-preference of {audit['judge']}'s judge ({d['rows_own']} wrong answers of its own)",
                       f"{_signed_points(d['value'])}  [{_signed_points(d['ci_low'])}, {_signed_points(d['ci_high'])}]"))
     pairs("deliberation and agreement", facts)
+
+
+def _deliberated(d: dict[str, Any] | None) -> list[tuple[str, str]]:
+    """With ``--deliberate disputed``: how many rows deliberated (the deliberation metrics are theirs), how many
+    kept their round-one verdict, and what the audit of those says round two would have changed."""
+    if not d or d["mode"] == "all":
+        return []
+    facts = [("rows deliberated (the metrics below are on these)", str(d["rows_deliberated"])),
+             ("rows undisputed in round one (their verdict stands)", str(d["rows_skipped"]))]
+    audit = d["audit"]
+    if audit["rows"]:
+        facts.append((f"audit: verdicts round two would have changed, of {audit['rows']} skipped rows",
+                      f"{audit['changed']}  ({pct(audit['changed_rate'])}, 95% CI [{pct(audit['ci_low'])}, "
+                      f"{pct(audit['ci_high'])}])"))
+    return facts
 
 
 def _signed_points(share: float | None) -> str:

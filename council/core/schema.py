@@ -268,6 +268,11 @@ class RowVerdict(_Strict):
     council_score: float | None = None
     confidence: float | None = None  # the row's stated P(own answer correct), as in rows.jsonl (None: not stated)
     abstained: bool = False  # the row's answer was an abstention, as in rows.jsonl
+    # ``--deliberate disputed``: false on a row whose round one was unanimous (round two was not counted, and its
+    # round-two votes and consensus are round one's); ``deliberation_audit`` on such a row whose round two was
+    # asked for the audit (archived, never counted).
+    deliberated: bool = True
+    deliberation_audit: bool = False
 
 
 class MemberSpec(_Strict):

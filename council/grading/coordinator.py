@@ -8,6 +8,9 @@ A vote already in the archive is not asked again: a resumed run passes the votes
 (matched by row, member, round and request key), and ``--reuse-from`` passes another run's votes (matched
 by request key alone; the copy is archived with ``reused_from``).
 
+With ``--deliberate disputed`` round two is sent only on a row whose round one is disputed, or that the
+deliberation audit sampled (:class:`council.protocol.deliberation.Rule`); the others end after round one.
+
 Each row's panel is the protocol's (self-exclusion, reserves filling emptied seats). A row too large for
 the limits or a judge's context is refused before any call. ``--batch-audit`` re-asks a seeded sample of
 batched votes alone in the background. A stop (signal, budget, a vendor that cannot be used) ends the
@@ -31,6 +34,7 @@ from council.grading.pools import JudgePool
 from council.grading.stop import StopControl, Stopped
 from council.protocol.anonymise import Anonymiser
 from council.protocol.config import CouncilConfig
+from council.protocol.deliberation import Rule, disputed, disputed_levels
 from council.protocol.panels import eligible_members, peers_for, row_order
 from council.protocol.prompts import request_key, round1_body, round2_body, rubric_hash, single_messages
 from council.transport.judge import JudgeTask
@@ -87,6 +91,7 @@ class Coordinator:
         self.abandoned = 0  # rows or answers whose calls were still in flight when the grace period ended
         self.error: ProviderUnavailable | None = None
         self._audits: set[asyncio.Task[None]] = set()
+        self._deliberation = Rule.of(config)  # which rows get round two (``--deliberate``, its audit)
 
     def note_audited(self, keys: Iterable[VoteKey]) -> None:
         """Votes whose batch audit is already archived (a shard learns them chunk by chunk)."""
@@ -211,7 +216,8 @@ class Coordinator:
             round1 = {r.member: r for r in first if not r.shadow}  # a shadow vote is never shown to peers
             order = row_order(self.config.seed, row.row_id, [m.vendor for m in members])
             second = []
-            for m in members:
+            skipped = self._deliberation.role(row.row_id, round_one_disputed(item, members, round1)) == "skipped"
+            for m in ([] if skipped else members):
                 own = round1[m.vendor]
                 peers, letters, scrubbed = peers_for(m.vendor, order, round1, self._scrub)
                 body2 = round2_body(item, row, own.verdict, own.reason, peers, contain=self.config.judge.containment,
@@ -358,6 +364,15 @@ def audit_sampled(seed: int, key: VoteKey, fraction: float) -> bool:
         return False
     digest = hashlib.sha256(f"audit\x1f{seed}\x1f{key[0]}\x1f{key[1]}\x1f{key[2]}".encode()).digest()
     return int.from_bytes(digest[:8], "big") / 2.0**64 < fraction
+
+
+def round_one_disputed(item: BankItem, members: list[MemberSpec], round1: dict[str, JudgeCallRecord]) -> bool:
+    """Whether the row's round one (``round1``: member -> its vote) is disputed, by the protocol's rule
+    (:mod:`council.protocol.deliberation`): on the verdicts, or on a graded item's levels."""
+    votes = [round1[m.vendor] for m in members]
+    if item.scale is not None:
+        return disputed_levels([v.scores if v.parse_status != "error" else None for v in votes], item.scale.names)
+    return disputed([v.verdict if v.parse_status != "error" else None for v in votes])
 
 
 def _settled(results: list) -> list[JudgeCallRecord]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlparse
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -141,6 +141,8 @@ class CouncilConfig(_Frozen):
     shadow_self: bool = False  # the excluded own-vendor member also grades round one: recorded, never counted
     vendor_map: dict[str, str] = Field(default_factory=dict)  # model id (or org prefix) -> vendor, wins over rules
     batch_audit: float = Field(default=0.0, ge=0.0, le=1.0)  # share of batched votes re-asked alone
+    deliberate: Literal["all", "disputed"] = "all"  # round two on every row, or only where round one is disputed
+    deliberation_audit: float = Field(default=0.0, ge=0.0, le=1.0)  # share of skipped rows deliberated, uncounted
     seed: int = 0
     judge: JudgeParams = Field(default_factory=JudgeParams)
     timeouts: Timeouts = Field(default_factory=Timeouts)  # every provider call's per-phase HTTP timeouts

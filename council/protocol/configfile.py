@@ -166,6 +166,10 @@ COMMENTS: dict[str, str] = {
     "shadow_self": "the excluded own-vendor judge also votes in round one: shadow.jsonl, never counted",
     "vendor_map": "model id (or org prefix) -> vendor, wins over the built-in rules",
     "batch_audit": "share of batched votes re-asked alone (audit.jsonl, never counted), 0 to 1",
+    "deliberate": "all: round two on every row; disputed: only where round one is not unanimous (a graded "
+                  "item: some dimension's levels spread by more than one), the others keep round one's verdict",
+    "deliberation_audit": "with deliberate = disputed, share of the skipped rows (seeded) that still get round "
+                          "two, never counted: the summary says how many verdicts it would have changed, 0 to 1",
     "seed": "seeds peer letters, the batch audit's sample, the bootstrap and the embedded provider's world",
     "judge": "every judge call",
     "judge.temperature": "sampling temperature",

@@ -21,10 +21,12 @@ import numpy as np
 import aggregator as agg
 from council.core.schema import MemberSpec, Scale
 from council.protocol.anonymise import self_identifies
+from council.protocol.deliberation import Rule, disputed, disputed_levels
 from council.protocol.panels import panel
 from council.store.runfolder import ELICITED, iter_json
 
 CODE = {"correct": agg.CORRECT, "incorrect": agg.INCORRECT}
+_WORD = {agg.CORRECT: "correct", agg.INCORRECT: "incorrect"}
 SPEND = ("reasoning_tokens", "tokens_per_s", "cost_usd")  # the columns of ``VoteArrays.spend``
 
 
@@ -108,6 +110,17 @@ class VoteArrays:
     """(R, M, D, 2) int8 (D: the most dimensions of any scale, 0 without scales; a scale has at most 101
     levels): each member's level per dimension (in its scale's order) and round, ``MISSING`` where none was
     given validly."""
+    deliberated: np.ndarray = field(default_factory=lambda: np.ones(0, dtype=bool))
+    """(R,) bool: the row's round two counts. A row skipped or audited (``--deliberate disputed``) holds its
+    round-one votes (and levels) in round two's place, so that its consensus is round one's."""
+    deliberation_audit: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    """(R,) bool: a skipped row of the deliberation audit, whose round two was asked and is never counted."""
+    audit_round2: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int8))
+    """(R, M) int8: an audit row's archived round-two votes (``MISSING`` elsewhere), never counted."""
+    audit_levels: np.ndarray = field(default_factory=lambda: np.zeros((0, 0, 0), dtype=np.int8))
+    """(R, M, D) int8: an audit row's archived round-two levels (graded items), never counted."""
+    audit_complete: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    """(R,) bool: every panel member of the audit row has a round-two result (not an error)."""
 
     def subset(self, keep: np.ndarray) -> VoteArrays:
         """The same run restricted to the rows where ``keep`` is true (models, items and members kept)."""
@@ -117,15 +130,18 @@ class VoteArrays:
             graded=self.graded[idx], model=self.model[idx], item=self.item[idx], gold=self.gold[idx],
             confidence=self.confidence[idx], abstained=self.abstained[idx],
             vendor_of_row=[self.vendor_of_row[i] for i in idx], shadow=self.shadow[idx], spend=self.spend[idx],
-            scale_of_row=self.scale_of_row[idx], levels=self.levels[idx])
+            scale_of_row=self.scale_of_row[idx], levels=self.levels[idx], deliberated=self.deliberated[idx],
+            deliberation_audit=self.deliberation_audit[idx], audit_round2=self.audit_round2[idx],
+            audit_levels=self.audit_levels[idx], audit_complete=self.audit_complete[idx])
 
 
 def build(folder: Path, roster: list[MemberSpec], self_exclusion: bool, probe_by_item: dict[str, str], *,
           paraphrase_of: dict[str, str | None] | None = None, difficulty: dict[str, float | None] | None = None,
-          scales: dict[str, Scale | None] | None = None) -> VoteArrays:
+          scales: dict[str, Scale | None] | None = None, deliberation: Rule | None = None) -> VoteArrays:
     """The run's arrays. ``paraphrase_of`` and ``difficulty`` (item id -> the bank's field) feed the honesty
     figures; the elicitation archive, where there is one, gives each row's spend; ``scales`` (item id -> its
-    scale) marks the graded items, whose levels fill ``levels``."""
+    scale) marks the graded items, whose levels fill ``levels``; ``deliberation`` (the run's rule, None: every
+    row deliberated) says which rows' round two counts (:func:`_set_aside`)."""
     members = [m.vendor for m in roster]
     member_index = {v: j for j, v in enumerate(members)}
     row_ids: list[str] = []
@@ -188,6 +204,8 @@ def build(folder: Path, roster: list[MemberSpec], self_exclusion: bool, probe_by
                     for name, level in (rec.get("scores") or {}).items():
                         if name in column:
                             levels[i, j, column[name], round_ - 1] = level
+    aside = _set_aside(deliberation or Rule(), row_ids, votes, levels, answered, eligible, scale_of_row,
+                       [sc.names for sc in scale_list])
     graded = (answered | ~eligible[:, :, None]).all(axis=(1, 2))
     shadow = np.full(n, agg.MISSING, dtype=np.int8)
     for rec in _stream(folder / "shadow.jsonl", missing_ok=True):
@@ -221,8 +239,48 @@ def build(folder: Path, roster: list[MemberSpec], self_exclusion: bool, probe_by
         difficulty=np.array([np.nan if (d := (difficulty or {}).get(it)) is None else d for it in items],
                             dtype=np.float64),
         spend=spend, scales=scale_list, scale_of_row=scale_of_row.astype(np.int32),
-        levels=levels if scale_list else np.zeros((n, len(members), 0, 2), dtype=np.int8),
+        levels=levels if scale_list else np.zeros((n, len(members), 0, 2), dtype=np.int8), **aside,
     )
+
+
+def _set_aside(rule: Rule, row_ids: list[str], votes: np.ndarray, levels: np.ndarray, answered: np.ndarray,
+               eligible: np.ndarray, scale_of_row: np.ndarray, dimensions: list[tuple[str, ...]]) -> dict[str, Any]:
+    """Each row's part in deliberation by the protocol's rule (:class:`council.protocol.deliberation.Rule`, the
+    coordinator's own), as the ``VoteArrays`` fields it fills. A row that did not deliberate (skipped, or in
+    the audit) gets its round-one votes, levels and answers in round two's place, in place; an audit row's
+    archived round two is kept aside first."""
+    n, m = votes.shape[:2]
+    out = {"deliberated": np.ones(n, dtype=bool), "deliberation_audit": np.zeros(n, dtype=bool),
+           "audit_round2": np.full((n, m), agg.MISSING, dtype=np.int8),
+           "audit_levels": np.full((n, m, levels.shape[2]), agg.MISSING, dtype=np.int8),
+           "audit_complete": np.zeros(n, dtype=bool)}
+    if rule.mode == "all":
+        return out
+    for i, row_id in enumerate(row_ids):
+        cols = np.flatnonzero(eligible[i])
+        if scale_of_row[i] >= 0:
+            names = dimensions[scale_of_row[i]]
+            given = [{d: int(x) for d, x in zip(names, levels[i, j, :len(names), 0], strict=False) if x != agg.MISSING}
+                     if answered[i, j, 0] else None for j in cols]
+            is_disputed = disputed_levels(given, names)
+        else:
+            is_disputed = disputed([_WORD.get(int(votes[i, j, 0])) if answered[i, j, 0] else None for j in cols])
+        role = rule.role(row_id, is_disputed)
+        if role == "deliberated":
+            continue
+        out["deliberated"][i] = False
+        if role == "audit":
+            out["deliberation_audit"][i] = True
+            out["audit_round2"][i] = votes[i, :, 1]
+            if levels.shape[0]:
+                out["audit_levels"][i] = levels[i, :, :, 1]
+            out["audit_complete"][i] = bool((answered[i, :, 1] | ~eligible[i]).all())
+    aside = ~out["deliberated"]
+    votes[aside, :, 1] = votes[aside, :, 0]
+    answered[aside, :, 1] = answered[aside, :, 0]
+    if levels.shape[0]:
+        levels[aside, :, :, 1] = levels[aside, :, :, 0]
+    return out
 
 
 def _stream(path: Path, *, missing_ok: bool = False):  # noqa: ANN202 - a generator

@@ -79,6 +79,27 @@ def decide(a: VoteArrays, quorum: int) -> list[ScaleRows]:
     return out
 
 
+def audit_changes(decided: list[ScaleRows], a: VoteArrays, quorum: int) -> tuple[int, int]:
+    """Over the graded items' deliberation-audit rows whose round two is complete: how many would have had
+    another council level on some dimension had their (uncounted) round two counted, and how many there are."""
+    changed = total = 0
+    for sr in decided:
+        audit = a.deliberation_audit[sr.rows] & a.audit_complete[sr.rows]
+        if not audit.any():
+            continue
+        rows, d = sr.rows[audit], len(sr.scale.names)
+        given = a.audit_levels[rows][:, :, :d]
+        seated = a.eligible[rows][:, :, None] & (given != agg.MISSING)
+        levels = sr.levels[audit].copy()
+        levels[..., 1] = np.where(seated, given, np.nan)
+        moved = agg.score_consensus(levels, quorum=min(quorum, max(1, levels.shape[1]))).council
+        kept = sr.consensus.council[audit]
+        differs = ~((moved == kept) | (np.isnan(moved) & np.isnan(kept)))
+        changed += int(differs.any(axis=1).sum())
+        total += int(audit.sum())
+    return changed, total
+
+
 def _num(x: float) -> float | None:
     x = float(x)
     return None if np.isnan(x) else round(x, 6)
@@ -151,7 +172,8 @@ def summary(decided: list[ScaleRows], a: VoteArrays, *, seed: int, resamples: in
             d: {f"round{r + 1}": _reliability(sr.levels[:, :, i, r], a.eligible[sr.rows], a.members) for r in (0, 1)}
             for i, d in enumerate(names)
         }
-        impact, lift = agg.score_deliberation_impact(sr.levels), agg.score_agreement_lift(sr.levels)
+        moved = sr.levels[a.deliberated[sr.rows]]  # deliberation on the rows that deliberated
+        impact, lift = agg.score_deliberation_impact(moved), agg.score_agreement_lift(moved)
         entry["deliberation_impact"] = {
             "moved": _num(impact.moved), "mean_abs_move": _num(impact.mean_abs_move), "cells": impact.cells,
             "by_dimension": {d: _num(x) for d, x in zip(names, impact.moved_by_dimension, strict=True)}}

@@ -17,6 +17,7 @@ import aggregator as agg
 from council.core.schema import (BankItem, ElicitedRecord, JudgeCallRecord, MemberSpec, ResponseRow, RowVerdict,
                                  RunManifest)
 from council.protocol.config import HonestyWeights
+from council.protocol.deliberation import Rule, disputed, disputed_levels
 from council.protocol.panels import panel
 from council.scoring import scales
 from council.scoring.anonymity import anonymisation
@@ -30,7 +31,8 @@ WARN_RATE = 0.02  # a diagnostic above this share of votes (or rows) is printed 
 
 def score(a: VoteArrays, quorum: int, run_id: str, *, seed: int = 0, resamples: int = 1000,
           penalty: float = 1.0, simulated: bool = False, refused: frozenset[str] = frozenset(),
-          honesty: HonestyWeights | None = None) -> tuple[Iterator[RowVerdict], dict[str, Any]]:
+          honesty: HonestyWeights | None = None, deliberation: Rule | None = None
+          ) -> tuple[Iterator[RowVerdict], dict[str, Any]]:
     """Verdicts of every row (made one at a time, as they are consumed) and the summary. Rows not graded (a panel member without a result in some
     round: budget, interrupt, provider failure) get no consensus and are left out of every score."""
     full = a
@@ -38,6 +40,9 @@ def score(a: VoteArrays, quorum: int, run_id: str, *, seed: int = 0, resamples: 
     a = full.subset(binary) if not binary.all() else full  # rows never graded are never scored
     tallied = agg.tally_rounds(a.votes)  # one count of the votes serves every metric below
     cons = agg.consensus(a.votes, quorum=quorum, tally=tallied)
+    # Deliberation metrics are on the rows that deliberated (all of them unless ``--deliberate disputed``).
+    d = a if a.deliberated.all() else a.subset(a.deliberated)
+    deliberated = (d, tallied if d is a else agg.tally_rounds(d.votes))
     position = np.cumsum(binary) - 1  # a binary graded row's index among them
     decided_scales = scales.decide(full, quorum)
     scaled_at = {int(i): (sr, k) for sr in decided_scales for k, i in enumerate(sr.rows)}
@@ -54,10 +59,11 @@ def score(a: VoteArrays, quorum: int, run_id: str, *, seed: int = 0, resamples: 
     not_graded = np.bincount(full.model[~full.graded], minlength=n_models)
     summary: dict[str, Any] = {"run_id": run_id, "simulated": simulated, "quorum": quorum, "members": a.members,
                                "reserves": [m for m, r in zip(a.members, a.reserve, strict=True) if r]}
-    summary.update(agg.deliberation_summary(a.votes, a.members, quorum=quorum, tally=tallied))
+    summary.update(agg.deliberation_summary(d.votes, a.members, quorum=quorum, tally=deliberated[1]))
     summary["rows_total"] = len(full.row_ids)
     summary["not_graded_rows"] = int(not_graded.sum())
     summary["panels"] = _panels(full)
+    summary["deliberation"] = _deliberation(full, a, cons, decided_scales, quorum, deliberation or Rule())
     summary["models"] = {
         name: {
             "vendor": a.model_vendors[k], "rows": int(counts[k]), "not_graded": int(not_graded[k]),
@@ -92,7 +98,8 @@ def score(a: VoteArrays, quorum: int, run_id: str, *, seed: int = 0, resamples: 
         summary["batch_audit"] = agg.paired_agreement(full.audit[:, 0], full.audit[:, 1], full.audit[:, 2], a.members)
     if (a.shadow != agg.MISSING).any():
         summary["self_preference"] = _self_preference(a, seed=seed, resamples=resamples)
-    summary.update(statistics(a, cons, tallied, quorum, seed=seed, resamples=resamples, penalty=penalty))
+    summary.update(statistics(a, cons, tallied, quorum, seed=seed, resamples=resamples, penalty=penalty,
+                              deliberated=deliberated))
     summary["honesty"] = _honesty(a, cons.verdict[:, 1], honesty or HonestyWeights(), seed=seed, resamples=resamples)
     if full.scales:
         summary["scales"] = scales.summary(decided_scales, full, seed=seed, resamples=resamples)
@@ -100,14 +107,46 @@ def score(a: VoteArrays, quorum: int, run_id: str, *, seed: int = 0, resamples: 
     return verdicts, summary
 
 
+def _deliberation(full: VoteArrays, a: VoteArrays, cons: agg.Consensus, decided: list[scales.ScaleRows],
+                  quorum: int, rule: Rule) -> dict[str, Any]:
+    """Which graded rows deliberated (``full``: every row; ``a`` and ``cons``: the graded correct / incorrect
+    rows and their consensus; ``decided``: the graded items'), and the deliberation audit: over the audit rows
+    whose round two is complete, how many verdicts round two would have changed (a correct / incorrect row:
+    its consensus; a graded item's: the council's level on some dimension), with a 95% Wilson interval.
+    deliberation_impact, agreement_lift, consensus_flip_rate, unanimity_lift, member_flips and herding are
+    computed on ``rows_deliberated`` only."""
+    graded = full.graded
+    audit = a.deliberation_audit & a.audit_complete
+    if audit.any():
+        votes = np.stack([a.votes[audit, :, 0], a.audit_round2[audit]], axis=2)
+        changed = int((agg.consensus(votes, quorum=quorum).verdict[:, 1] != cons.verdict[audit, 0]).sum())
+    else:
+        changed = 0
+    scaled_changed, scaled_n = scales.audit_changes(decided, full, quorum)
+    n, k = int(audit.sum()) + scaled_n, changed + scaled_changed
+    low, high = agg.wilson_interval(k, n)
+    return {
+        "mode": rule.mode, "audit_share": rule.audit_share, "metrics_on": "rows_deliberated",
+        "rows_deliberated": int((graded & full.deliberated).sum()),
+        "rows_skipped": int((graded & ~full.deliberated).sum()),
+        "rows_audit": int((graded & full.deliberation_audit).sum()),
+        "audit": {"rows": n, "changed": k, "changed_rate": _num(k / n) if n else None, "ci": 0.95,
+                  "ci_low": _num(low), "ci_high": _num(high),
+                  "incomplete": int((graded & full.deliberation_audit & ~full.audit_complete).sum())},
+    }
+
+
 def statistics(a: VoteArrays, cons: agg.Consensus, tallied: agg.Tally, quorum: int, *, seed: int, resamples: int,
-               penalty: float) -> dict[str, Any]:
-    """Agreement, reliability against truth, herding, grader-rule sensitivity, uncertainty, calibration."""
+               penalty: float, deliberated: tuple[VoteArrays, agg.Tally] | None = None) -> dict[str, Any]:
+    """Agreement, reliability against truth, herding, grader-rule sensitivity, uncertainty, calibration.
+    ``deliberated``: the rows that deliberated and their tally (None: every row), on which herding and the
+    deliberation metrics' intervals are computed."""
+    d, tally_d = deliberated or (a, tallied)
     out: dict[str, Any] = {
         "agreement": agg.agreement_summary(a.votes, a.members),
-        "herding": agg.herding_summary(a.votes, a.members),
+        "herding": agg.herding_summary(d.votes, a.members),
         "grader_rules": agg.sensitivity_summary(a.votes, a.model, a.models, a.members, quorum=quorum),
-        "uncertainty": _uncertainty(a, cons, tallied, seed=seed, resamples=resamples),
+        "uncertainty": _uncertainty(a, cons, d, tally_d, seed=seed, resamples=resamples),
     }
     truth = agg.truth_summary(a.votes, cons.verdict, a.gold, a.members)
     if truth is not None:
@@ -118,22 +157,23 @@ def statistics(a: VoteArrays, cons: agg.Consensus, tallied: agg.Tally, quorum: i
     return out
 
 
-def _uncertainty(a: VoteArrays, cons: agg.Consensus, tallied: agg.Tally, *, seed: int, resamples: int
-                 ) -> dict[str, Any]:
+def _uncertainty(a: VoteArrays, cons: agg.Consensus, d: VoteArrays, tallied: agg.Tally, *, seed: int,
+                 resamples: int) -> dict[str, Any]:
     """Percentile bootstrap over items, paired across models: scores overall and per probe, and the
-    deliberation metrics (as ratios of per-item sums)."""
+    deliberation metrics (as ratios of per-item sums) on the rows that deliberated (``d``, ``tallied`` its
+    count)."""
     n_items = len(a.items)
     S, C = agg.score_matrix(a.item, a.model, cons.verdict[:, 1].astype(np.float64), n_items, len(a.models))
     kw = {"n_resamples": resamples, "seed": seed}
     overall = agg.bootstrap_summary(agg.bootstrap_scores(S, C, **kw), a.models)
     by_probe = agg.bootstrap_by_group(S, C, a.probe_of_item, len(a.probes), **kw)
-    agreement = agg.agreement(a.votes, tally=tallied)
+    agreement = agg.agreement(d.votes, tally=tallied)
     lifted = ~np.isnan(agreement).any(axis=1)
     lift = np.where(lifted, agreement[:, 1] - agreement[:, 0], 0.0)
 
     def ratio(num: np.ndarray, den: np.ndarray) -> dict[str, float | None]:
-        point, low, high = agg.bootstrap_ratio(np.bincount(a.item, weights=num, minlength=n_items),
-                                               np.bincount(a.item, weights=den, minlength=n_items), **kw)
+        point, low, high = agg.bootstrap_ratio(np.bincount(d.item, weights=num, minlength=n_items),
+                                               np.bincount(d.item, weights=den, minlength=n_items), **kw)
         return {"value": _num(point), "ci_low": _num(low), "ci_high": _num(high)}
 
     return {
@@ -241,13 +281,15 @@ def _row_verdict(i: int, a: VoteArrays, cons: agg.Consensus, k: int | None, refu
     return _verdict(a.row_ids[i], a.items[a.item[i]], a.models[a.model[i]], a.vendor_of_row[i], int(a.gold[i]),
                     a.members, a.reserve, a.eligible[i], a.votes[i], decided, a.row_ids[i] in refused,
                     probe=a.probes[a.probe_of_item[a.item[i]]], levels=levels,
-                    confidence=None if np.isnan(stated) else stated, abstained=bool(a.abstained[i]))
+                    confidence=None if np.isnan(stated) else stated, abstained=bool(a.abstained[i]),
+                    deliberated=bool(a.deliberated[i]), deliberation_audit=bool(a.deliberation_audit[i]))
 
 
 def _verdict(row_id: str, item_id: str, model: str, vendor: str, gold: int, members: list[str], reserve: np.ndarray,
              eligible: np.ndarray, v: np.ndarray, decided: tuple[np.ndarray, np.ndarray, np.ndarray] | None,
              refused: bool, *, probe: str = "", levels: dict[str, Any] | None = None,
-             confidence: float | None = None, abstained: bool = False) -> RowVerdict:
+             confidence: float | None = None, abstained: bool = False, deliberated: bool = True,
+             deliberation_audit: bool = False) -> RowVerdict:
     """One row's record: ``v`` its (M, 2) votes, ``decided`` its consensus, ties and missing quorum per round
     (None: the row was not graded); ``levels`` a graded row's scale fields (:meth:`scales.ScaleRows.fields`);
     ``confidence`` and ``abstained`` the row's own (as stated in ``rows.jsonl``). ``council_score`` puts every
@@ -281,15 +323,17 @@ def _verdict(row_id: str, item_id: str, model: str, vendor: str, gold: int, memb
         consensus_round1=None if decided is None else _WORD[int(decided[0][0])],
         consensus=None if decided is None else _WORD[int(decided[0][1])],
         flags=flags, gold_verdict=_WORD.get(gold), council_score=council_score, confidence=confidence,
-        abstained=abstained,
+        abstained=abstained, deliberated=deliberated, deliberation_audit=deliberation_audit,
     )
 
 
 def row_verdict(row: ResponseRow, records: Iterable[JudgeCallRecord], roster: list[MemberSpec],
-                self_exclusion: bool, quorum: int, *, refused: bool = False, item: BankItem | None = None) -> RowVerdict:
+                self_exclusion: bool, quorum: int, *, refused: bool = False, item: BankItem | None = None,
+                deliberation: Rule | None = None) -> RowVerdict:
     """One row's verdict from its own records, by the rules of :func:`score` (the record ``verdicts.jsonl``
     will hold for it), so that it can be given out as soon as the row's second round is in. ``item``: the
-    row's bank item (its probe, and its scale if it is graded)."""
+    row's bank item (its probe, and its scale if it is graded); ``deliberation``: the run's rule (None: every
+    row deliberates)."""
     scale = item.scale if item is not None else None
     members = [m.vendor for m in roster]
     column = {v: j for j, v in enumerate(members)}
@@ -307,6 +351,18 @@ def row_verdict(row: ResponseRow, records: Iterable[JudgeCallRecord], roster: li
             for name, level in (rec.scores or {}).items():
                 if name in dims:
                     levels[0, j, dims[name], rec.round - 1] = level
+    role = "deliberated"
+    if deliberation is not None and deliberation.mode != "all":
+        cols = np.flatnonzero(eligible)
+        if scale is not None:
+            given = [{d: int(levels[0, j, k, 0]) for d, k in dims.items() if not np.isnan(levels[0, j, k, 0])}
+                     if answered[j, 0] else None for j in cols]
+            role = deliberation.role(row.row_id, disputed_levels(given, scale.names))
+        else:
+            role = deliberation.role(row.row_id, disputed(
+                [_WORD.get(int(votes[0, j, 0])) if answered[j, 0] else None for j in cols]))
+        if role != "deliberated":  # round one's votes stand in round two's place, as in :func:`build`
+            votes[0, :, 1], answered[:, 1], levels[..., 1] = votes[0, :, 0], answered[:, 0], levels[..., 0]
     full = bool((answered | ~eligible[:, None]).all())
     decided = fields = None
     if full and scale is not None:
@@ -318,7 +374,8 @@ def row_verdict(row: ResponseRow, records: Iterable[JudgeCallRecord], roster: li
     return _verdict(row.row_id, row.item_id, row.model, row.vendor, CODE.get(row.gold_verdict, agg.MISSING), members,
                     np.array([m.reserve for m in roster], dtype=bool), eligible, votes[0], decided, refused,
                     probe=item.probe if item is not None else "", levels=fields, confidence=row.confidence,
-                    abstained=row.abstained)
+                    abstained=row.abstained, deliberated=role == "deliberated",
+                    deliberation_audit=role == "audit")
 
 
 def _num(x: float) -> float | None:
@@ -331,7 +388,8 @@ def load_arrays(folder: RunFolder) -> tuple[RunManifest, VoteArrays]:
     items = read_jsonl(folder.path / ITEMS, BankItem)
     return manifest, build(folder.path, manifest.roster, manifest.self_exclusion, {i.id: i.probe for i in items},
                            paraphrase_of={i.id: i.paraphrase_of for i in items},
-                           difficulty={i.id: i.difficulty for i in items}, scales={i.id: i.scale for i in items})
+                           difficulty={i.id: i.difficulty for i in items}, scales={i.id: i.scale for i in items},
+                           deliberation=Rule.of(manifest.config))
 
 
 def elicitation(records: list[ElicitedRecord]) -> dict[str, Any]:
@@ -377,7 +435,8 @@ def rescore(folder: RunFolder) -> dict[str, Any]:
                               resamples=config.get("bootstrap_resamples", 1000),
                               penalty=config.get("selective_penalty", 1.0), simulated=manifest.simulated,
                               refused=frozenset(refused),
-                              honesty=HonestyWeights.model_validate(config.get("honesty", {})))
+                              honesty=HonestyWeights.model_validate(config.get("honesty", {})),
+                              deliberation=Rule.of(config))
     state = folder.read_state()
     summary["state"] = state
     summary["complete"] = state["state"] == "finished" and not summary["not_graded_rows"]

@@ -31,6 +31,8 @@ class JobOptions(_Api):
     quorum: int = Field(default=3, ge=1)
     self_exclusion: bool = True
     batch_audit: float = Field(default=0.0, ge=0.0, le=1.0)
+    deliberate: Literal["all", "disputed"] = "all"
+    deliberation_audit: float = Field(default=0.0, ge=0.0, le=1.0)
     vendor_map: dict[str, str] = Field(default_factory=dict)
     compress_archive: bool = False
 

@@ -29,6 +29,9 @@ An empty field is a missing value (``None`` in the JSON); booleans are ``true`` 
 ``gold_verdict``         the known truth, where the responses file gave one
 ``confidence``           the row's stated P(own answer correct), 0-1; empty when not stated
 ``abstained``            ``true`` when the answer was an abstention
+``deliberated``          ``false`` when ``--deliberate disputed`` skipped the row's round two (its round one was
+                         unanimous): its consensus is round one's, its round-two votes are round one's
+``deliberation_audit``   ``true`` on a skipped row whose round two was asked for the audit (never counted)
 ``flags``                the row's flags joined with ``;`` (``tie``, ``no_quorum``, ``missing_votes``,
                          ``not_graded``, ``refused``, ``split:<dim>``, ``omitted:<dim>``...)
 ``members``              the panel that sat, joined with ``;`` (roster order)
@@ -42,8 +45,8 @@ An empty field is a missing value (``None`` in the JSON); booleans are ``true`` 
 In SQL a column name holding a dot is quoted: ``select "openai.round1" from 'scores.csv'``.
 
 ``scores.parquet`` (written when pyarrow is importable; the ``parquet`` extra) has the same columns and rows,
-typed: strings, ``graded`` and ``abstained`` boolean, ``council_score``, ``score_normalised`` and
-``confidence`` float64, the ``<scale>.<dim>`` levels int64, nulls where the CSV field is empty.
+typed: strings, ``graded``, ``abstained``, ``deliberated`` and ``deliberation_audit`` boolean, ``council_score``,
+``score_normalised`` and ``confidence`` float64, the ``<scale>.<dim>`` levels int64, nulls where the CSV field is empty.
 
 ``leaderboard.csv``: one line per model, from ``summary.json``, by model id. Columns: ``model``, ``vendor``,
 ``rows`` (graded correct / incorrect rows), ``not_graded``, ``score`` (share of those rows the council judged
@@ -80,8 +83,8 @@ PARQUET_ROWS = 8192  # rows per parquet row group (and per batch held in memory)
 _HEAD = [("row_id", "string"), ("item_id", "string"), ("probe", "string"), ("model", "string"),
          ("vendor", "string"), ("graded", "bool"), ("consensus", "string"), ("consensus_round1", "string"),
          ("council_score", "float64"), ("scale", "string"), ("score_normalised", "float64")]
-_MIDDLE = [("gold_verdict", "string"), ("confidence", "float64"), ("abstained", "bool"), ("flags", "string"),
-           ("members", "string"), ("reserves", "string")]
+_MIDDLE = [("gold_verdict", "string"), ("confidence", "float64"), ("abstained", "bool"), ("deliberated", "bool"),
+           ("deliberation_audit", "bool"), ("flags", "string"), ("members", "string"), ("reserves", "string")]
 _LEADERBOARD = ["model", "vendor", "rows", "not_graded", "score", "ci_low", "ci_high", "score_round1", "tie_rate",
                 "true_score"]
 
@@ -140,7 +143,8 @@ def _records(run_dir: Path, scales: dict[str, list[str]], members: list[str]) ->
             v["row_id"], v["item_id"], v.get("probe", ""), v["model"], v["vendor"], v["graded"], v["consensus"],
             v["consensus_round1"], v.get("council_score"), scale, v.get("score_normalised"),
             *(council.get(d) if name == scale else None for name, d in dim_columns),
-            v.get("gold_verdict"), v.get("confidence"), v.get("abstained", False), ";".join(v["flags"]) or None,
+            v.get("gold_verdict"), v.get("confidence"), v.get("abstained", False), v.get("deliberated", True),
+            v.get("deliberation_audit", False), ";".join(v["flags"]) or None,
             ";".join(v["members"]) or None, ";".join(v.get("reserves", [])) or None,
             *(vote(m, r) for m in members for r in (1, 2)),
         ]

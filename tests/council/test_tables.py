@@ -66,12 +66,12 @@ def expected_rows(run_dir: Path) -> tuple[list[str], list[dict[str, Any]]]:
     dims = [f"{s}.{d}" for s in sorted(scales) for d in scales[s]]
     columns = ["row_id", "item_id", "probe", "model", "vendor", "graded", "consensus", "consensus_round1",
                "council_score", "scale", "score_normalised", *dims, "gold_verdict", "confidence", "abstained",
-               "flags", "members", "reserves", *(f"{m}.round{r}" for m in MEMBERS for r in (1, 2))]
+               "deliberated", "deliberation_audit", "flags", "members", "reserves", *(f"{m}.round{r}" for m in MEMBERS for r in (1, 2))]
     rows = []
     for v in read(run_dir / "verdicts.jsonl"):
         row = {k: v[k] for k in ("row_id", "item_id", "probe", "model", "vendor", "graded", "consensus",
                                  "consensus_round1", "council_score", "scale", "score_normalised", "gold_verdict",
-                                 "confidence", "abstained")}
+                                 "confidence", "abstained", "deliberated", "deliberation_audit")}
         row |= {"flags": ";".join(v["flags"]) or None, "members": ";".join(v["members"]),
                 "reserves": ";".join(v["reserves"]) or None}
         for d in dims:
@@ -153,7 +153,7 @@ async def test_scores_parquet_opens_in_pandas_and_duckdb_typed(run):
     same([dict(zip(relation.columns, r, strict=True)) for r in relation.fetchall()], expected)
     schema = pq.read_schema(path)
     kinds = {name: str(schema.field(name).type) for name in schema.names}
-    assert kinds["graded"] == kinds["abstained"] == "bool"
+    assert kinds["graded"] == kinds["abstained"] == kinds["deliberated"] == kinds["deliberation_audit"] == "bool"
     assert kinds["council_score"] == kinds["confidence"] == kinds["score_normalised"] == "double"
     assert kinds["quality.accuracy"] == "int64" and kinds["row_id"] == kinds["openai.round1"] == "string"
 
@@ -202,7 +202,7 @@ def test_score_columns_are_the_documented_order():
     columns = [c for c, _ in tables.score_columns({"b": ["y", "x"], "a": ["z"]}, ["openai", "google"])]
     assert columns == ["row_id", "item_id", "probe", "model", "vendor", "graded", "consensus", "consensus_round1",
                        "council_score", "scale", "score_normalised", "a.z", "b.y", "b.x", "gold_verdict",
-                       "confidence", "abstained", "flags", "members", "reserves", "openai.round1", "openai.round2",
+                       "confidence", "abstained", "deliberated", "deliberation_audit", "flags", "members", "reserves", "openai.round1", "openai.round2",
                        "google.round1", "google.round2"]
     for column in ("council_score", "score_normalised", "<scale>.<dim>", "<member>.round1", "confidence", "flags"):
         assert f"``{column}``" in tables.__doc__
