@@ -26,6 +26,8 @@ from council.store.runfolder import ITEMS, MANIFEST, SUMMARY, VERDICTS, RunFolde
 from council.store.tables import write_scores
 
 _WORD = {agg.CORRECT: "correct", agg.INCORRECT: "incorrect"}
+ON_DELIBERATED = ("deliberation_impact", "agreement_lift", "consensus_flip_rate", "unanimity_lift", "member_flips")
+"""The deliberation summary's metrics computed on the rows that deliberated (with ``herding``)."""
 WARN_RATE = 0.02  # a diagnostic above this share of votes (or rows) is printed as a warning
 
 
@@ -59,7 +61,10 @@ def score(a: VoteArrays, quorum: int, run_id: str, *, seed: int = 0, resamples: 
     not_graded = np.bincount(full.model[~full.graded], minlength=n_models)
     summary: dict[str, Any] = {"run_id": run_id, "simulated": simulated, "quorum": quorum, "members": a.members,
                                "reserves": [m for m, r in zip(a.members, a.reserve, strict=True) if r]}
-    summary.update(agg.deliberation_summary(d.votes, a.members, quorum=quorum, tally=deliberated[1]))
+    summary.update(agg.deliberation_summary(a.votes, a.members, quorum=quorum, tally=tallied))
+    if d is not a:  # the rows, ties and quorum counts stay every graded row's
+        on = agg.deliberation_summary(d.votes, a.members, quorum=quorum, tally=deliberated[1])
+        summary.update({k: on[k] for k in ON_DELIBERATED})
     summary["rows_total"] = len(full.row_ids)
     summary["not_graded_rows"] = int(not_graded.sum())
     summary["panels"] = _panels(full)

@@ -112,11 +112,17 @@ async def test_disputed_sends_round_two_only_where_round_one_is_disputed(tmp_pat
                  ([x for x in v.votes_round1.values() if x], [x for x in v.votes_round2.values() if x])]
         lift.append(share[1] - share[0])
     summary = result.summary
-    assert summary["deliberation"]["rows_deliberated"] == len(changed) == summary["rows"]
+    assert summary["deliberation"]["rows_deliberated"] == len(changed)
+    assert summary["rows"] == len(verdicts)  # the rows graded: every one
     assert summary["deliberation"]["rows_skipped"] == len(skipped)
     assert summary["deliberation_impact"] == pytest.approx(np.mean(changed))
     assert summary["agreement_lift"] == pytest.approx(np.mean(lift))
     assert summary["uncertainty"]["deliberation_impact"]["value"] == pytest.approx(np.mean(changed), abs=1e-6)
+    flips = [verdicts[r].consensus != verdicts[r].consensus_round1 for r in set(verdicts) - skipped]
+    assert summary["consensus_flip_rate"] == pytest.approx(np.mean(flips))
+    for member, counts in summary["member_flips"].items():
+        assert counts["valid_both"] == sum(bool(v.votes_round1.get(member) and v.votes_round2.get(member))
+                                           for r, v in verdicts.items() if r not in skipped)
     assert summary["herding"]["weak_rows"] + summary["herding"]["strong_rows"] <= len(changed)
 
 
