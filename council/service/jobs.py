@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from bank import load_bank
 from council.core import logs
 from council.protocol.config import CouncilConfig
+from council.protocol.deliberation import Rule
 from council.core.errors import ConfigError, CouncilError
 from council.transport.limiter import LocalLedger
 from council.transport.quota import QuotaLedger
@@ -405,7 +406,7 @@ class _LiveVerdicts:
             "votes_round1": p.votes_round1 + sum(r.round == 1 for r in records),
             "votes_round2": p.votes_round2 + sum(r.round == 2 for r in records)})
         verdict = row_verdict(row, records, self.config.roster, self.config.self_exclusion, self.config.quorum,
-                              refused=refused, item=self.items.get(row.item_id))
+                              refused=refused, item=self.items.get(row.item_id), deliberation=Rule.of(self.config))
         if self._handle is None:
             self._handle = open(self.job.folder / LIVE, "ab")
         self._handle.write(dump_line(verdict.model_dump(mode="json")))

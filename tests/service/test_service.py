@@ -74,11 +74,15 @@ async def test_submit_poll_verdicts_summary_and_metrics(tmp_path):
                 assert (await resp.json())["status"] == "ok"
 
 
-async def test_verdicts_stream_while_the_job_runs(tmp_path):
+@pytest.mark.parametrize("deliberate", ["all", "disputed"])
+async def test_verdicts_stream_while_the_job_runs(tmp_path, deliberate):
+    """The verdicts streamed while the job runs are those it writes at its end, rows that skipped round two
+    (``deliberate: disputed``) included."""
     rows = sample_rows(tmp_path, 16)
     with service(tmp_path, "--simulate", "--sim-config", str(slow_world(tmp_path))) as svc:
         async with aiohttp.ClientSession() as s:
-            async with s.post(f"{svc.url}/v1/jobs", json={"rows": rows}, headers=auth("team-a")) as resp:
+            submission = {"rows": rows, "options": {"deliberate": deliberate}}
+            async with s.post(f"{svc.url}/v1/jobs", json=submission, headers=auth("team-a")) as resp:
                 job = await resp.json()
             got, running_when_first = [], None
             async with s.get(f"{svc.url}/v1/jobs/{job['id']}/verdicts", headers=auth("team-a")) as resp:
@@ -90,6 +94,7 @@ async def test_verdicts_stream_while_the_job_runs(tmp_path):
             on_disk = [orjson.loads(x) for x in (svc.runs / job["id"] / "verdicts.jsonl").read_bytes().splitlines()]
     assert running_when_first  # the first verdict came while the job was still running
     assert sorted(got, key=lambda v: v["row_id"]) == sorted(on_disk, key=lambda v: v["row_id"])
+    assert any(not v["deliberated"] for v in on_disk) == (deliberate == "disputed")
 
 
 async def test_cancel_idempotency_and_tenants(tmp_path):
