@@ -38,7 +38,7 @@ class ElicitTask:
 
 class Elicitor:
     def __init__(self, endpoint: Endpoint, limiter: Limiter, *, max_tokens: int = 512, temperature: float = 0.0,
-                 prices: dict[str, tuple[float, float]] | None = None, seed: int = 0, vendor: str = "") -> None:
+                 prices: dict[str, tuple[float, ...]] | None = None, seed: int = 0, vendor: str = "") -> None:
         self.limiter = limiter
         self.client = ChatClient(endpoint, seed=seed, limiter=limiter, vendor=vendor)
         self.max_tokens = max_tokens

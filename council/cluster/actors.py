@@ -74,7 +74,7 @@ class RayLedger:
 @ray.remote
 class JudgeActor:
     def __init__(self, member: MemberSpec, endpoint: Endpoint, params: JudgeParams, settings: VendorSettings,
-                 seed: int, prices: tuple[float, float]) -> None:
+                 seed: int, prices: tuple[float, ...]) -> None:
         limiter = Limiter(RayLedger(member.vendor, settings.limits), f"judge:{member.vendor}:{os.getpid()}",
                           concurrency=settings.concurrency, seed=seed)
         self._judge = Judge(member, endpoint, params, limiter=limiter, max_batch=settings.max_batch, seed=seed,
@@ -98,7 +98,7 @@ class ElicitorActor:
     """A vendor's elicitor; its limiter draws on the same quota actor as the vendor's judge."""
 
     def __init__(self, vendor: str, endpoint: Endpoint, settings: VendorSettings, max_tokens: int,
-                 prices: dict[str, tuple[float, float]], seed: int) -> None:
+                 prices: dict[str, tuple[float, ...]], seed: int) -> None:
         from elicitor import Elicitor
 
         limiter = Limiter(RayLedger(vendor, settings.limits), f"elicitor:{vendor}:{os.getpid()}", concurrency=settings.concurrency,

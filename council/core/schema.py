@@ -143,6 +143,7 @@ class Usage(_Strict):
     completion_tokens: int = 0  # includes reasoning tokens, as providers bill them
     total_tokens: int = 0
     reasoning_tokens: int = 0
+    cached_tokens: int = 0  # of prompt_tokens, served from the provider's prompt cache (prompt_tokens_details)
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -150,10 +151,17 @@ class Usage(_Strict):
             completion_tokens=self.completion_tokens + other.completion_tokens,
             total_tokens=self.total_tokens + other.total_tokens,
             reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
+            cached_tokens=self.cached_tokens + other.cached_tokens,
         )
 
-    def cost_usd(self, price_in_per_mtok: float, price_out_per_mtok: float) -> float:
-        return round((self.prompt_tokens * price_in_per_mtok + self.completion_tokens * price_out_per_mtok) / 1e6, 9)
+    def cost_usd(self, price_in_per_mtok: float, price_out_per_mtok: float,
+                 price_cached_per_mtok: float | None = None) -> float:
+        """USD at these prices per million tokens; cached prompt tokens at ``price_cached_per_mtok`` (the cache-read
+        rate; None: the input rate)."""
+        cached_rate = price_in_per_mtok if price_cached_per_mtok is None else price_cached_per_mtok
+        fresh = self.prompt_tokens - self.cached_tokens
+        return round((fresh * price_in_per_mtok + self.cached_tokens * cached_rate
+                      + self.completion_tokens * price_out_per_mtok) / 1e6, 9)
 
 
 class RequestParams(_Strict):

@@ -35,13 +35,13 @@ class JudgePool(Protocol):
     async def close(self) -> None: ...
 
 
-def _judge_prices(config: CouncilConfig, vendor: str) -> tuple[float, float]:
+def _judge_prices(config: CouncilConfig, vendor: str) -> tuple[float, float, float]:
     judge = next(m for m in config.roster if m.vendor == vendor)
-    return config.price_for(judge.judge_model, vendor)
+    return config.rates_for(judge.judge_model, vendor)
 
 
-def _model_prices(config: CouncilConfig, models: Iterable[str], vendor: str) -> dict[str, tuple[float, float]]:
-    return {m: config.price_for(m, vendor) for m in models if config.vendor_of(m) == vendor}
+def _model_prices(config: CouncilConfig, models: Iterable[str], vendor: str) -> dict[str, tuple[float, float, float]]:
+    return {m: config.rates_for(m, vendor) for m in models if config.vendor_of(m) == vendor}
 
 
 class LocalPool:

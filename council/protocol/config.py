@@ -176,6 +176,15 @@ class CouncilConfig(_Frozen):
         price = self.price(model, vendor)
         return price.per_mtok if price is not None else (0.0, 0.0)
 
+    def rates_for(self, model: str, vendor: str) -> tuple[float, float, float]:
+        """USD per million input, output and cached input tokens (the cache-read rate; the input rate where none
+        is known, as for a price the config sets); zeros for an unpriced model."""
+        price = self.price(model, vendor)
+        if price is None:
+            return 0.0, 0.0, 0.0
+        cached = price.cache_read_mtok
+        return price.input_mtok, price.output_mtok, price.input_mtok if cached is None else cached
+
     def prices(self, models: list[str] = ()) -> dict[str, Price | None]:
         """The price of every judge model and model under test (``None``: unpriced), by model id."""
         seats = [(m.judge_model, m.vendor) for m in self.roster]

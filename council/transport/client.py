@@ -389,6 +389,7 @@ def _result(raw: bytes, attempts: int, latency_s: float) -> ChatResult:
                 completion_tokens=int(usage.get("completion_tokens") or 0),
                 total_tokens=int(usage.get("total_tokens") or 0),
                 reasoning_tokens=int((usage.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0),
+                cached_tokens=int((usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0),
             ),
             attempts=attempts,
             latency_s=latency_s,

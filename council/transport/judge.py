@@ -76,7 +76,7 @@ class _Call:
 class Judge:
     def __init__(
         self, member: MemberSpec, endpoint: Endpoint, params: JudgeParams, *, limiter: Limiter | None = None,
-        max_batch: int = 1, seed: int = 0, prices: tuple[float, float] = (0.0, 0.0),
+        max_batch: int = 1, seed: int = 0, prices: tuple[float, ...] = (0.0, 0.0),
     ) -> None:
         self.member = member
         self.params = params
@@ -353,6 +353,7 @@ def split_usage(usage: Usage, n: int) -> list[Usage]:
         base, extra = divmod(total, n)
         return [base + (1 if i < extra else 0) for i in range(n)]
 
-    return [Usage(prompt_tokens=p, completion_tokens=c, total_tokens=t, reasoning_tokens=r) for p, c, t, r in zip(
-        parts(usage.prompt_tokens), parts(usage.completion_tokens), parts(usage.total_tokens),
-        parts(usage.reasoning_tokens), strict=True)]
+    return [Usage(prompt_tokens=p, completion_tokens=c, total_tokens=t, reasoning_tokens=r, cached_tokens=k)
+            for p, c, t, r, k in zip(parts(usage.prompt_tokens), parts(usage.completion_tokens),
+                                     parts(usage.total_tokens), parts(usage.reasoning_tokens),
+                                     parts(usage.cached_tokens), strict=True)]

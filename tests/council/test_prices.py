@@ -28,12 +28,13 @@ def genai_usd(model: str, provider: str, **tokens: int) -> float:
 
 def paid(record: dict, price: dict) -> float:
     """A vote's cost: at the config's price, or as genai-prices works it out for the table's provider."""
-    tokens_in, tokens_out = record["usage"]["prompt_tokens"], record["usage"]["completion_tokens"]
+    usage = record["usage"]
+    tokens_in, tokens_out, cached = usage["prompt_tokens"], usage["completion_tokens"], usage.get("cached_tokens", 0)
     if price["source"] == "config":
         return (tokens_in * price["input_mtok"] + tokens_out * price["output_mtok"]) / 1e6
     model = record["judge_model"]
     ref = model if price["provider"] == "openrouter" else model.split("/", 1)[1]
-    return genai_usd(ref, price["provider"], input_tokens=tokens_in, output_tokens=tokens_out)
+    return genai_usd(ref, price["provider"], input_tokens=tokens_in, output_tokens=tokens_out, cache_read_tokens=cached)
 
 
 @pytest.mark.parametrize(("model", "vendor", "provider", "ref"), [
@@ -107,3 +108,29 @@ def test_a_simulated_run_records_its_prices_and_what_it_would_have_cost(tmp_path
         sum(r["cost_usd"] for r in records if r["round"] == 1), abs=1e-5)
     assert "what it would have cost on the real providers" in out and f"total: ${total:.4f}" in out
     assert f"prices from: config, {TABLE}" in out
+
+
+def test_prompt_tokens_the_provider_served_from_its_cache_cost_the_cache_read_rate(tmp_path):
+    """Items with a long reference make round-one prompts of over 1,024 tokens: the embedded provider serves a
+    judge's second prompt on an item its shared prefix from its cache, the client reads
+    ``prompt_tokens_details.cached_tokens``, and each vote costs what genai-prices says with those tokens at the
+    cache-read rate."""
+    import bank
+
+    long_reference = " Worked answer, step by step:" + " each step is shown and checked." * 160  # ~5,000 chars
+    items = [orjson.loads(x) for x in bank.SAMPLE_BANK.read_bytes().splitlines() if x.strip()]
+    bank_path = tmp_path / "bank.jsonl"
+    bank_path.write_bytes(b"".join(orjson.dumps({**i, "reference": i["reference"] + long_reference}) + b"\n"
+                                   for i in items))
+    args = ["run", "--backend", "local", "--runs-dir", str(tmp_path / "runs"), "--run-id", "c", "--bank",
+            str(bank_path), "--responses", str(subset(tmp_path, 3)), "--simulate", "--no-report"]
+    assert main(args) == 0
+    folder = tmp_path / "runs" / "c"
+    manifest = orjson.loads((folder / "manifest.json").read_bytes())
+    records = [*lines(folder / "round1.jsonl"), *lines(folder / "round2.jsonl")]
+    cached = [r for r in records if r["usage"]["cached_tokens"]]
+    assert cached and all(r["usage"]["cached_tokens"] % 128 == 0 for r in cached)
+    for r in records:
+        assert r["cost_usd"] == pytest.approx(paid(r, manifest["prices"][r["judge_model"]]), rel=1e-6, abs=1e-9)
+    price = manifest["prices"][cached[0]["judge_model"]]
+    assert price["cache_read_mtok"] < price["input_mtok"]  # so the cached tokens were paid for at less
