@@ -231,15 +231,37 @@ def grader_rules(ctx: Ctx) -> Section:
 # -- 4. votes moving -----------------------------------------------------------------------------------------
 
 
+def _deliberated_rows(s: dict[str, Any]) -> str:
+    """Which rows round two went to, when it did not go to every row (``--deliberate disputed``), and what the
+    audit of the skipped rows says skipping them changed."""
+    d = _d(s.get("deliberation"))
+    if d.get("mode") != "disputed":
+        return ""
+    done, skipped = int(number(d.get("rows_deliberated")) or 0), int(number(d.get("rows_skipped")) or 0)
+    text = (f"Round two went only to rows whose round one was disputed: {done:,} rows deliberated, {skipped:,} "
+            "kept their round-one verdict. The figures of this section are on the rows that deliberated. ")
+    audit = _d(d.get("audit"))
+    rows = int(number(audit.get("rows")) or 0)
+    if rows:
+        changed = int(number(audit.get("changed")) or 0)
+        text += (f"The audit sent round two to {rows:,} of the skipped rows, never counted: it would have changed "
+                 f"{changed:,} of their verdicts ({pct(audit.get('changed_rate'))} "
+                 f"{interval(audit.get('ci_low'), audit.get('ci_high'), scale=100)}).")
+    else:
+        text += "No skipped row was audited (--deliberation-audit): what skipping them changed is not measured."
+    return f'<p class="note">{esc(text)}</p>'
+
+
 def member_flips(ctx: Ctx) -> Section:
     s = _summary(ctx)
     flips = {m: _d(v) for m, v in _d(s.get("member_flips")).items()}
     members = [m for m in s.get("members", []) if m in flips] + sorted(set(flips) - set(s.get("members", [])))
     scales = _d(s.get("scales"))
     scale_tables = "".join(_scale_moves(name, _d(scales[name])) for name in sorted(scales))
+    rows_note = _deliberated_rows(s)
     if not members or not sum(int(number(flips[m].get("valid_both")) or 0) for m in members):
         return Section("sec-flips", "How votes moved between rounds", absent(
-            "no member cast a valid correct / incorrect vote in both rounds") + scale_tables)
+            "no member cast a valid correct / incorrect vote in both rounds") + rows_note + scale_tables)
     up = [int(number(flips[m].get("to_correct")) or 0) for m in members]
     down = [int(number(flips[m].get("to_incorrect")) or 0) for m in members]
     valid = [int(number(flips[m].get("valid_both")) or 0) for m in members]
@@ -255,7 +277,8 @@ def member_flips(ctx: Ctx) -> Section:
             for m, u, d, v in zip(members, up, down, valid, strict=True)]
     caption = ("Per member, round-one votes it changed in round two after seeing its peers' votes: to incorrect "
                "(left, hatched) and to correct (right), with the share of its votes valid in both rounds.")
-    return Section("sec-flips", "How votes moved between rounds", lead(text) + figure("fig-flips", svg, caption)
+    return Section("sec-flips", "How votes moved between rounds", lead(text) + rows_note
+                   + figure("fig-flips", svg, caption)
                    + table("Votes changed per member.", ["member", "to correct", "to incorrect", "valid in both",
                                                           "share moved"], body) + scale_tables)
 

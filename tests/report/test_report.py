@@ -6,6 +6,7 @@ itself, is the same bytes for the same run, and renders in headless Chromium wit
 
 from __future__ import annotations
 
+import html
 import importlib.util
 import os
 import re
@@ -302,3 +303,22 @@ async def test_the_page_renders_in_headless_chromium_asking_for_nothing(runs, tm
             await browser.close()
     assert shots["elicited"].stat().st_size > 10_000
     shutil.copyfile(shots["elicited"], "/tmp/report-screenshot.png")
+
+
+async def test_a_run_that_skipped_round_two_on_unanimous_rows_says_so_and_what_the_audit_found(runs, tmp_path):
+    """With ``--deliberate disputed`` the page says how many rows deliberated and kept their round-one verdict,
+    that the round-two figures are on the rows that deliberated, and the audit's changed verdicts with their
+    interval, as summary.json has them."""
+    config = CouncilConfig(deliberate="disputed", deliberation_audit=0.5)
+    result = await run_council(RunRequest(runs_dir=tmp_path / "runs", run_id="d", backend="local",
+                                          bank=bank.SAMPLE_BANK, responses=subset(tmp_path, 8), config=config))
+    d = orjson.loads((result.run_dir / "summary.json").read_bytes())["deliberation"]
+    assert d["rows_skipped"] and d["audit"]["rows"]  # the cases are there
+    page = write_report(result.run_dir).read_text(encoding="utf-8")
+    flips = page[page.index('<section id="sec-flips"'):]
+    flips = html.unescape(flips[:flips.index("</section>")])
+    assert f"{d['rows_deliberated']:,} rows deliberated, {d['rows_skipped']:,} kept their round-one verdict" in flips
+    assert "on the rows that deliberated" in flips
+    assert f"sent round two to {d['audit']['rows']:,} of the skipped rows" in flips
+    assert f"would have changed {d['audit']['changed']:,} of their verdicts" in flips
+    assert "kept their round-one verdict" not in write_report(runs["binary"]).read_text(encoding="utf-8")  # all
