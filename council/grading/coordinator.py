@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-import hashlib
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from typing import Protocol, TypeVar
@@ -34,7 +33,7 @@ from council.grading.pools import JudgePool
 from council.grading.stop import StopControl, Stopped
 from council.protocol.anonymise import Anonymiser
 from council.protocol.config import CouncilConfig
-from council.protocol.deliberation import Rule, disputed, disputed_levels
+from council.protocol.deliberation import Rule, disputed, disputed_levels, sampled
 from council.protocol.panels import eligible_members, peers_for, row_order
 from council.protocol.prompts import request_key, round1_body, round2_body, rubric_hash, single_messages
 from council.transport.judge import JudgeTask
@@ -360,10 +359,7 @@ def heap_frozen() -> Iterator[None]:
 
 def audit_sampled(seed: int, key: VoteKey, fraction: float) -> bool:
     """Whether the vote ``key`` is in the batch audit's seeded sample of ``fraction`` of the votes."""
-    if fraction <= 0.0:
-        return False
-    digest = hashlib.sha256(f"audit\x1f{seed}\x1f{key[0]}\x1f{key[1]}\x1f{key[2]}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") / 2.0**64 < fraction
+    return sampled("audit", seed, key, fraction)
 
 
 def round_one_disputed(item: BankItem, members: list[MemberSpec], round1: dict[str, JudgeCallRecord]) -> bool:

@@ -138,18 +138,14 @@ class Anonymiser:
     as anyone's.
     """
 
-    def __init__(self, extra_names: Iterable[str] = (), *, vendors: Iterable[str] | None = None,
-                 authors: Iterable[str] = ()) -> None:
-        """``authors``: the vendors whose texts will be read, compiled now (about a tenth of a second each)
-        rather than at their first text, which may come while calls are in flight on the same event loop."""
+    def __init__(self, extra_names: Iterable[str] = (), *, vendors: Iterable[str] | None = None) -> None:
         self._extras = frozenset(n.strip() for n in extra_names if isinstance(n, str) and n.strip())
         self._scope = None if vendors is None else frozenset(canonical_vendor(v) for v in vendors)
         self._by_author: dict[str, _Compiled] = {}
-        for author in authors:
-            self.prepare(author)
 
     def prepare(self, author_vendor: str | None) -> None:
-        """Compile the patterns of texts by ``author_vendor`` now (about a tenth of a second), not at its first text."""
+        """Compile the patterns of texts by ``author_vendor`` now (about a tenth of a second) rather than at its
+        first text, which may come while calls are in flight on the same event loop."""
         self._for(author_vendor)
 
     def scrub(self, text: str, author_vendor: str | None = None) -> str:

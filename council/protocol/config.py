@@ -172,18 +172,18 @@ class CouncilConfig(_Frozen):
         return table_price(model, vendor)
 
     def price_for(self, model: str, vendor: str) -> tuple[float, float]:
-        """USD per million input and output tokens (:meth:`price`); (0, 0) for an unpriced model."""
-        price = self.price(model, vendor)
-        return price.per_mtok if price is not None else (0.0, 0.0)
+        """USD per million input and output tokens (of :meth:`rates_for`); (0, 0) for an unpriced model."""
+        price_in, price_out, _ = self.rates_for(model, vendor)
+        return price_in, price_out
 
     def rates_for(self, model: str, vendor: str) -> tuple[float, float, float]:
-        """USD per million input, output and cached input tokens (the cache-read rate; the input rate where none
-        is known, as for a price the config sets); zeros for an unpriced model."""
+        """USD per million input, output and cached input tokens (:meth:`price`; the cache-read rate, else the
+        input rate, as for a price the config sets); zeros for an unpriced model."""
         price = self.price(model, vendor)
         if price is None:
             return 0.0, 0.0, 0.0
-        cached = price.cache_read_mtok
-        return price.input_mtok, price.output_mtok, price.input_mtok if cached is None else cached
+        cached = price.input_mtok if price.cache_read_mtok is None else price.cache_read_mtok
+        return price.input_mtok, price.output_mtok, cached
 
     def prices(self, models: list[str] = ()) -> dict[str, Price | None]:
         """The price of every judge model and model under test (``None``: unpriced), by model id."""

@@ -48,13 +48,19 @@ def disputed_levels(levels: Iterable[Mapping[str, int] | None], dimensions: Sequ
     return False
 
 
-def audited(seed: int, row_id: str, share: float) -> bool:
-    """Whether the row ``row_id`` is in the deliberation audit's seeded sample of ``share`` of the rows (a hash
-    of the seed and the row id: the same rows on every run, rerun and resume with that seed)."""
+def sampled(label: str, seed: int, key: Iterable[object], share: float) -> bool:
+    """Whether ``key`` is in the seeded sample of ``share`` that ``label`` names (a hash of the label, the seed
+    and the key: the same sample on every run, rerun and resume with that seed). The batch audit's votes and
+    the deliberation audit's rows are both drawn so."""
     if share <= 0.0:
         return False
-    digest = hashlib.sha256(f"deliberation-audit\x1f{seed}\x1f{row_id}".encode()).digest()
+    digest = hashlib.sha256("\x1f".join([label, str(seed), *map(str, key)]).encode()).digest()
     return int.from_bytes(digest[:8], "big") / 2.0**64 < share
+
+
+def audited(seed: int, row_id: str, share: float) -> bool:
+    """Whether the row ``row_id`` is in the deliberation audit's seeded sample of ``share`` of the rows."""
+    return sampled("deliberation-audit", seed, [row_id], share)
 
 
 Role = Literal["deliberated", "skipped", "audit"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,12 +22,12 @@ import numpy as np
 import aggregator as agg
 from council.core.schema import MemberSpec, Scale
 from council.protocol.anonymise import self_identifies
-from council.protocol.deliberation import Rule, disputed, disputed_levels
+from council.protocol.deliberation import Role, Rule, disputed, disputed_levels
 from council.protocol.panels import panel
 from council.store.runfolder import ELICITED, iter_json
 
 CODE = {"correct": agg.CORRECT, "incorrect": agg.INCORRECT}
-_WORD = {agg.CORRECT: "correct", agg.INCORRECT: "incorrect"}
+WORD = {code: word for word, code in CODE.items()}  # the inverse of CODE
 SPEND = ("reasoning_tokens", "tokens_per_s", "cost_usd")  # the columns of ``VoteArrays.spend``
 
 
@@ -121,6 +122,8 @@ class VoteArrays:
     """(R, M, D) int8: an audit row's archived round-two levels (graded items), never counted."""
     audit_complete: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
     """(R,) bool: every panel member of the audit row has a round-two result (not an error)."""
+    deliberation: Rule = field(default_factory=Rule)
+    """The run's deliberation rule, by which ``deliberated`` and ``deliberation_audit`` were set."""
 
     def subset(self, keep: np.ndarray) -> VoteArrays:
         """The same run restricted to the rows where ``keep`` is true (models, items and members kept)."""
@@ -132,7 +135,8 @@ class VoteArrays:
             vendor_of_row=[self.vendor_of_row[i] for i in idx], shadow=self.shadow[idx], spend=self.spend[idx],
             scale_of_row=self.scale_of_row[idx], levels=self.levels[idx], deliberated=self.deliberated[idx],
             deliberation_audit=self.deliberation_audit[idx], audit_round2=self.audit_round2[idx],
-            audit_levels=self.audit_levels[idx], audit_complete=self.audit_complete[idx])
+            audit_levels=self.audit_levels[idx], audit_complete=self.audit_complete[idx],
+            deliberation=self.deliberation)
 
 
 def build(folder: Path, roster: list[MemberSpec], self_exclusion: bool, probe_by_item: dict[str, str], *,
@@ -204,8 +208,8 @@ def build(folder: Path, roster: list[MemberSpec], self_exclusion: bool, probe_by
                     for name, level in (rec.get("scores") or {}).items():
                         if name in column:
                             levels[i, j, column[name], round_ - 1] = level
-    aside = _set_aside(deliberation or Rule(), row_ids, votes, levels, answered, eligible, scale_of_row,
-                       [sc.names for sc in scale_list])
+    rule = deliberation or Rule()
+    aside = _set_aside(rule, row_ids, votes, levels, answered, eligible, scale_of_row, [sc.names for sc in scale_list])
     graded = (answered | ~eligible[:, :, None]).all(axis=(1, 2))
     shadow = np.full(n, agg.MISSING, dtype=np.int8)
     for rec in _stream(folder / "shadow.jsonl", missing_ok=True):
@@ -240,6 +244,7 @@ def build(folder: Path, roster: list[MemberSpec], self_exclusion: bool, probe_by
                             dtype=np.float64),
         spend=spend, scales=scale_list, scale_of_row=scale_of_row.astype(np.int32),
         levels=levels if scale_list else np.zeros((n, len(members), 0, 2), dtype=np.int8), **aside,
+        deliberation=rule,
     )
 
 
@@ -257,15 +262,9 @@ def _set_aside(rule: Rule, row_ids: list[str], votes: np.ndarray, levels: np.nda
     if rule.mode == "all":
         return out
     for i, row_id in enumerate(row_ids):
-        cols = np.flatnonzero(eligible[i])
-        if scale_of_row[i] >= 0:
-            names = dimensions[scale_of_row[i]]
-            given = [{d: int(x) for d, x in zip(names, levels[i, j, :len(names), 0], strict=False) if x != agg.MISSING}
-                     if answered[i, j, 0] else None for j in cols]
-            is_disputed = disputed_levels(given, names)
-        else:
-            is_disputed = disputed([_WORD.get(int(votes[i, j, 0])) if answered[i, j, 0] else None for j in cols])
-        role = rule.role(row_id, is_disputed)
+        names = dimensions[scale_of_row[i]] if scale_of_row[i] >= 0 else None
+        role = row_role(rule, row_id, eligible[i], answered[i, :, 0], votes[i, :, 0],
+                        levels[i, :, :, 0] if names else None, names)
         if role == "deliberated":
             continue
         out["deliberated"][i] = False
@@ -281,6 +280,21 @@ def _set_aside(rule: Rule, row_ids: list[str], votes: np.ndarray, levels: np.nda
     if levels.shape[0]:
         levels[aside, :, :, 1] = levels[aside, :, :, 0]
     return out
+
+
+def row_role(rule: Rule, row_id: str, eligible: np.ndarray, answered: np.ndarray, votes: np.ndarray,
+             levels: np.ndarray | None, names: Sequence[str] | None) -> Role:
+    """One row's part in deliberation by the rule, from its round one: ``eligible`` and ``answered`` (M,) bool,
+    ``votes`` (M,) codes, and for a graded item its ``levels`` (M, D: ``MISSING`` or NaN where none was given)
+    on the dimensions ``names``."""
+    if rule.mode == "all":
+        return "deliberated"
+    cols = np.flatnonzero(eligible)
+    if names:
+        given = [{d: int(x) for d, x in zip(names, levels[j, :len(names)], strict=False)
+                  if x != agg.MISSING and not np.isnan(x)} if answered[j] else None for j in cols]
+        return rule.role(row_id, disputed_levels(given, names))
+    return rule.role(row_id, disputed([WORD.get(int(votes[j])) if answered[j] else None for j in cols]))
 
 
 def _stream(path: Path, *, missing_ok: bool = False):  # noqa: ANN202 - a generator

@@ -17,15 +17,14 @@ import aggregator as agg
 from council.core.schema import (BankItem, ElicitedRecord, JudgeCallRecord, MemberSpec, ResponseRow, RowVerdict,
                                  RunManifest)
 from council.protocol.config import HonestyWeights
-from council.protocol.deliberation import Rule, disputed, disputed_levels
+from council.protocol.deliberation import Rule
 from council.protocol.panels import panel
 from council.scoring import scales
 from council.scoring.anonymity import anonymisation
-from council.scoring.arrays import CODE, SPEND, Counters, VoteArrays, build
+from council.scoring.arrays import CODE, SPEND, WORD, Counters, VoteArrays, build, row_role
 from council.store.runfolder import ITEMS, MANIFEST, SUMMARY, VERDICTS, RunFolder, read_jsonl
 from council.store.tables import write_scores
 
-_WORD = {agg.CORRECT: "correct", agg.INCORRECT: "incorrect"}
 ON_DELIBERATED = ("deliberation_impact", "agreement_lift", "consensus_flip_rate", "unanimity_lift", "member_flips")
 """The deliberation summary's metrics computed on the rows that deliberated (with ``herding``)."""
 WARN_RATE = 0.02  # a diagnostic above this share of votes (or rows) is printed as a warning
@@ -33,8 +32,7 @@ WARN_RATE = 0.02  # a diagnostic above this share of votes (or rows) is printed 
 
 def score(a: VoteArrays, quorum: int, run_id: str, *, seed: int = 0, resamples: int = 1000,
           penalty: float = 1.0, simulated: bool = False, refused: frozenset[str] = frozenset(),
-          honesty: HonestyWeights | None = None, deliberation: Rule | None = None
-          ) -> tuple[Iterator[RowVerdict], dict[str, Any]]:
+          honesty: HonestyWeights | None = None) -> tuple[Iterator[RowVerdict], dict[str, Any]]:
     """Verdicts of every row (made one at a time, as they are consumed) and the summary. Rows not graded (a panel member without a result in some
     round: budget, interrupt, provider failure) get no consensus and are left out of every score."""
     full = a
@@ -68,7 +66,7 @@ def score(a: VoteArrays, quorum: int, run_id: str, *, seed: int = 0, resamples: 
     summary["rows_total"] = len(full.row_ids)
     summary["not_graded_rows"] = int(not_graded.sum())
     summary["panels"] = _panels(full)
-    summary["deliberation"] = _deliberation(full, a, cons, decided_scales, quorum, deliberation or Rule())
+    summary["deliberation"] = _deliberation(full, a, cons, decided_scales, quorum)
     summary["models"] = {
         name: {
             "vendor": a.model_vendors[k], "rows": int(counts[k]), "not_graded": int(not_graded[k]),
@@ -113,7 +111,7 @@ def score(a: VoteArrays, quorum: int, run_id: str, *, seed: int = 0, resamples: 
 
 
 def _deliberation(full: VoteArrays, a: VoteArrays, cons: agg.Consensus, decided: list[scales.ScaleRows],
-                  quorum: int, rule: Rule) -> dict[str, Any]:
+                  quorum: int) -> dict[str, Any]:
     """Which graded rows deliberated (``full``: every row; ``a`` and ``cons``: the graded correct / incorrect
     rows and their consensus; ``decided``: the graded items'), and the deliberation audit: over the audit rows
     whose round two is complete, how many verdicts round two would have changed (a correct / incorrect row:
@@ -130,6 +128,7 @@ def _deliberation(full: VoteArrays, a: VoteArrays, cons: agg.Consensus, decided:
     scaled_changed, scaled_n = scales.audit_changes(decided, full, quorum)
     n, k = int(audit.sum()) + scaled_n, changed + scaled_changed
     low, high = agg.wilson_interval(k, n)
+    rule = full.deliberation
     return {
         "mode": rule.mode, "audit_share": rule.audit_share, "metrics_on": "rows_deliberated",
         "rows_deliberated": int((graded & full.deliberated).sum()),
@@ -323,11 +322,11 @@ def _verdict(row_id: str, item_id: str, model: str, vendor: str, gold: int, memb
     return RowVerdict(
         row_id=row_id, item_id=item_id, model=model, vendor=vendor, probe=probe, **(levels or {}),
         members=names, reserves=[members[j] for j in cols if reserve[j]], graded=decided is not None or levels is not None,
-        votes_round1={m: _WORD.get(int(v[j, 0])) for m, j in zip(names, cols, strict=True)},
-        votes_round2={m: _WORD.get(int(v[j, 1])) for m, j in zip(names, cols, strict=True)},
-        consensus_round1=None if decided is None else _WORD[int(decided[0][0])],
-        consensus=None if decided is None else _WORD[int(decided[0][1])],
-        flags=flags, gold_verdict=_WORD.get(gold), council_score=council_score, confidence=confidence,
+        votes_round1={m: WORD.get(int(v[j, 0])) for m, j in zip(names, cols, strict=True)},
+        votes_round2={m: WORD.get(int(v[j, 1])) for m, j in zip(names, cols, strict=True)},
+        consensus_round1=None if decided is None else WORD[int(decided[0][0])],
+        consensus=None if decided is None else WORD[int(decided[0][1])],
+        flags=flags, gold_verdict=WORD.get(gold), council_score=council_score, confidence=confidence,
         abstained=abstained, deliberated=deliberated, deliberation_audit=deliberation_audit,
     )
 
@@ -356,18 +355,10 @@ def row_verdict(row: ResponseRow, records: Iterable[JudgeCallRecord], roster: li
             for name, level in (rec.scores or {}).items():
                 if name in dims:
                     levels[0, j, dims[name], rec.round - 1] = level
-    role = "deliberated"
-    if deliberation is not None and deliberation.mode != "all":
-        cols = np.flatnonzero(eligible)
-        if scale is not None:
-            given = [{d: int(levels[0, j, k, 0]) for d, k in dims.items() if not np.isnan(levels[0, j, k, 0])}
-                     if answered[j, 0] else None for j in cols]
-            role = deliberation.role(row.row_id, disputed_levels(given, scale.names))
-        else:
-            role = deliberation.role(row.row_id, disputed(
-                [_WORD.get(int(votes[0, j, 0])) if answered[j, 0] else None for j in cols]))
-        if role != "deliberated":  # round one's votes stand in round two's place, as in :func:`build`
-            votes[0, :, 1], answered[:, 1], levels[..., 1] = votes[0, :, 0], answered[:, 0], levels[..., 0]
+    role = row_role(deliberation or Rule(), row.row_id, eligible, answered[:, 0], votes[0, :, 0],
+                    levels[0, :, :, 0] if scale is not None else None, scale.names if scale is not None else None)
+    if role != "deliberated":  # round one's votes stand in round two's place, as in :func:`build`
+        votes[0, :, 1], answered[:, 1], levels[..., 1] = votes[0, :, 0], answered[:, 0], levels[..., 0]
     full = bool((answered | ~eligible[:, None]).all())
     decided = fields = None
     if full and scale is not None:
@@ -440,8 +431,7 @@ def rescore(folder: RunFolder) -> dict[str, Any]:
                               resamples=config.get("bootstrap_resamples", 1000),
                               penalty=config.get("selective_penalty", 1.0), simulated=manifest.simulated,
                               refused=frozenset(refused),
-                              honesty=HonestyWeights.model_validate(config.get("honesty", {})),
-                              deliberation=Rule.of(config))
+                              honesty=HonestyWeights.model_validate(config.get("honesty", {})))
     state = folder.read_state()
     summary["state"] = state
     summary["complete"] = state["state"] == "finished" and not summary["not_graded_rows"]

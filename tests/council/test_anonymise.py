@@ -427,7 +427,9 @@ def test_the_authors_named_up_front_are_compiled_before_their_first_text():
     from council.protocol import anonymise
 
     names = [*RUN_NAMES, "acme/up-front-1"]  # a set of names no other test compiles
-    anonymiser = Anonymiser(names, authors=["anthropic", "google"])
+    anonymiser = Anonymiser(names)
+    for author in ("anthropic", "google"):
+        anonymiser.prepare(author)
     before = anonymise._compile.cache_info()
     assert anonymiser.scrub("As Sonnet, I agree.", "anthropic") == f"As {REDACTED}, I agree."
     assert anonymiser.scrub("Flash here: correct.", "google") == f"{REDACTED} here: correct."
