@@ -34,7 +34,7 @@ from council.console.exits import (EXIT_BUDGET, EXIT_CODES, EXIT_INPUT, EXIT_INT
                                    EXIT_NOT_GRADED, EXIT_OK, EXIT_PIPE, EXIT_PROVIDER, EXIT_SIGNAL)
 from council.console.help import CouncilParser, exit_codes_epilog
 from council.console.options import (CONFIG_HELP, SAMPLE_BANK_HELP, SAMPLE_RESPONSES_HELP, council_args, count,
-                                     input_args, positive, protocol_args, running_args, runs_dir_arg)
+                                     input_args, positive, protocol_args, running_args, runs_dir_arg, share)
 from council.console.outcomes import job_outcome, run_outcome
 from council.console.output import console, out, quiet_stdout, say
 from council.console.progress import ProgressDisplay, RunBoard, job_progress
@@ -107,15 +107,40 @@ def build_parser() -> argparse.ArgumentParser:
     protocol_args(grade.add_argument_group("how (recorded in the manifest, fixed once the run starts)"))
     running_args(grade.add_argument_group("where the run goes and where its calls are made"))
 
-    est = command("estimate", "requests, tokens, cost and the quota-bound time T* of a run, without a call",
-                  "What a run would send, cost and take, per vendor, without making a call: votes, requests at "
-                  "the batch size the quotas would choose, tokens, cost at the config's prices, and T*, the "
-                  "time the tightest quota needs.", (EXIT_OK, EXIT_INPUT))
+    est = command("estimate", "cost and quota-bound time T* of a run, --deliberate all vs disputed, without a call",
+                  "What a run would send, cost and take, per vendor, without making a call (--pilot excepted): "
+                  "votes, requests at the batch size the quotas would choose, tokens, cost at the config's prices "
+                  "(else the price table's), without and with a prompt cache, and T*, the time the tightest quota "
+                  "needs; for --deliberate all and, given the share of rows whose round one is unanimous "
+                  "(--unanimity, or measured by --pilot), for --deliberate disputed. Without either, only `all` is "
+                  "estimated: the unanimity rate depends on the bank, the responses and the judges, and a guessed "
+                  "default would print a saving nobody measured.", (EXIT_OK, EXIT_INPUT, EXIT_PROVIDER))
     input_args(est.add_argument_group("what would be graded"), responses_required=False)
     council_args(est.add_argument_group("who would grade"))
     est.add_argument("--models", metavar="LIST",
                      help="comma-separated models under test: estimate asking them every bank item too, instead of "
                           "grading --responses (default: none)")
+    how = est.add_argument_group("the disputed strategy")
+    rate = how.add_mutually_exclusive_group()
+    rate.add_argument("--unanimity", type=share, metavar="P",
+                      help="share of rows whose round one is unanimous, as you expect it (default: none)")
+    rate.add_argument("--pilot", type=count, metavar="N",
+                      help="measure it: grade N rows, drawn with the config's seed, for real under --deliberate "
+                           "disputed as a run of its own under --runs-dir (its id is printed; its calls are paid "
+                           "and archived), then extrapolate at its rate and its 95%% interval's ends (default: none)")
+    how.add_argument("--deliberation-audit", type=share, metavar="SHARE",
+                     help="the audit share of the skipped rows that still get round two (default: the config's, "
+                          "else 0)")
+    pilot = est.add_argument_group("where the pilot runs (only with --pilot)")
+    runs_dir_arg(pilot, "where the pilot's run folder goes")
+    pilot.add_argument("--provider-url", metavar="URL",
+                       help="grade the pilot at this OpenAI-compatible base URL (ending in /v1) (default: none: the "
+                            "embedded provider, for the shipped sample or with --simulate)")
+    pilot.add_argument("--simulate", action="store_true",
+                       help="grade the pilot with the embedded provider's simulated judges (default: off; on for "
+                            "the shipped sample)")
+    pilot.add_argument("--sim-config", type=Path, metavar="FILE",
+                       help="JSON behaviour file of the embedded provider (default: its planted behaviour)")
     est.add_argument("--json", action="store_true", help="print one JSON object instead of a table (default: off)")
 
     show = command("show", "a run's headline, or one row's two rounds",
@@ -297,18 +322,44 @@ def _models(args: argparse.Namespace) -> list[str]:
 
 
 def _estimate(args: argparse.Namespace) -> int:
-    from council.tools.estimate import estimate
+    """With --pilot, the pilot run first (its progress and id on stderr), then the estimate at its rate."""
+    from council.tools.estimate import Unanimity, estimate, run_pilot
 
     items = bank.load_bank(args.bank)
     models = _models(args)
     config = council_config(args)
+    if models and args.pilot:
+        raise ConfigError("--pilot grades responses, and with --models there are none yet: state --unanimity P")
+    if not args.pilot and (args.provider_url or args.simulate or args.sim_config):
+        raise ConfigError("--provider-url, --simulate and --sim-config say where the pilot runs: give --pilot N")
     rows = [] if models else bank.load_responses(args.responses, items, vendor_map=config.vendor_map)
-    est = estimate(config, {i.id: i for i in items}, rows, models)
+    unanimity = None if args.unanimity is None else Unanimity.stated(args.unanimity)
+    if args.pilot:
+        url = provider_url(args)
+        say(f"pilot: grading {min(args.pilot, len(rows))} of {len(rows)} rows (seed {config.seed}) under "
+            f"--deliberate disputed, {'at ' + escape(url) if url else 'on the embedded provider'}", to=console)
+        unanimity = asyncio.run(run_pilot(config, args.bank, args.responses, rows, args.pilot,
+                                          runs_dir=args.runs_dir, provider_url=url, sim_config=args.sim_config,
+                                          command=_estimate_command(args)))
+        say(f"pilot run {escape(unanimity.pilot['run_id'])} under {escape(str(args.runs_dir))}", to=console)
+    est = estimate(config, {i.id: i for i in items}, rows, models, unanimity=unanimity,
+                   audit_share=args.deliberation_audit)
     if args.json:
         out.print_json(data=est.as_dict())
         return EXIT_OK
     print_estimate(est)
     return EXIT_OK
+
+
+def _estimate_command(args: argparse.Namespace) -> str:
+    """The estimate's command line as its pilot run's manifest records it: the options that differ from their
+    defaults."""
+    defaults = vars(build_parser().parse_args(["estimate"]))
+    words = ["council", "estimate"]
+    for name, value in vars(args).items():
+        if value != defaults.get(name) and value is not False:
+            words += [f"--{name.replace('_', '-')}", *([] if value is True else [str(value)])]
+    return shlex.join(words)
 
 
 def _resume_conflicts(args: argparse.Namespace) -> list[str]:

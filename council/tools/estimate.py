@@ -1,19 +1,34 @@
-"""``council estimate``: what a run would send, cost and take, without making a call.
+"""``council estimate``: what a run would send, cost and take, without making a call, for each deliberation
+strategy, with and without a provider's prompt cache.
 
 Per vendor: eligible votes, requests (at the batch size the quotas would choose), tokens in and out, cost
-at the config's prices or else the genai-prices table's (:meth:`CouncilConfig.price`), and the time that
+at the config's prices or else the genai-prices table's (:meth:`CouncilConfig.rates_for`), and the time that
 vendor's quota needs. The run's lower bound is **T\\* = max over vendors of requests ÷ sustainable request
 rate**, where the sustainable rate respects both the request and the token limit.
+
+Strategies: ``all`` sends round two on every row; ``disputed`` sends it on the share ``(1 - u) + a·u`` of the
+rows, where ``u`` is the unanimity rate (rows whose round one is unanimous) and ``a`` the deliberation audit's
+share. Round one is the same under both. ``u`` is stated by the user or measured by a pilot
+(:func:`run_pilot`): a seeded sample of rows graded for real, whose Wilson interval is carried to the figures.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
+import numpy as np
+
+from aggregator import wilson_interval
+from council.core.errors import ConfigError
 from council.core.schema import BankItem, ResponseRow
 from council.protocol.config import CouncilConfig
 from council.protocol.panels import eligible_members
 from council.protocol.prompts import LETTERS, Peer, batch_messages, round1_body, round2_body, single_messages
+from council.run.runner import RunRequest, run_council
+from council.store.runfolder import SUMMARY, RunFolder
 from council.transport.judge import batch_size_for
 from council.transport.quota import estimate_tokens
 from elicitor.prompts import elicit_messages
@@ -22,6 +37,8 @@ EXPECTED_OUTPUT_TOKENS = 40  # a verdict and a one-sentence reason
 TYPICAL_REASON = "x" * 120  # stand-in for a peer's round-one reason in round-two prompts
 TYPICAL_ANSWER = "x" * 200  # stand-in for a model's answer when the answers are yet to be elicited
 EXPECTED_ANSWER_TOKENS = 60  # a stated confidence and a short answer
+CACHE_MIN_TOKENS = 1024  # OpenAI: a prompt shorter than this is never served from the cache
+CACHE_STEP_TOKENS = 128  # OpenAI: beyond the minimum, the cached prefix grows in steps of this many tokens
 
 
 @dataclass
@@ -33,79 +50,230 @@ class VendorEstimate:
     requests: int  # judge requests plus elicitation requests: one account
     input_tokens: int
     output_tokens: int
-    cost_usd: float
+    cost_usd: float  # no prompt cache
     sustainable_rpm: float  # 0 = no limit
     minutes: float  # requests / sustainable rate (0 when unlimited)
     elicit_requests: int = 0
+    round2_requests: int = 0
+    cached_tokens: int = 0  # round two's input tokens a prompt cache would serve (its cacheable prefixes)
+    cost_cached_usd: float = 0.0  # with those tokens at the cache-read rate
+    cost_by_round_usd: dict[str, float] = field(default_factory=dict)  # "1", "2" (judging), "elicitation"
+    cost_cached_by_round_usd: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class StrategyEstimate:
+    """One strategy's figures: ``round2_share`` of the rows go to round two."""
+
+    name: str  # "all" or "disputed"
+    unanimity: float | None  # the unanimity rate it assumes (None: "all" needs none)
+    round2_share: float
+    vendors: list[VendorEstimate]
+    t_star_s: float  # 0 when no vendor has a limit
+    interval_end: str | None = None  # "low" / "high": the disputed figures at an end of the pilot's interval
+
+    def totals(self) -> dict:
+        def total(key: str) -> float:
+            return sum(getattr(v, key) for v in self.vendors)
+
+        def by_round(key: str) -> dict[str, float]:
+            return {r: round(sum(getattr(v, key).get(r, 0.0) for v in self.vendors), 6)
+                    for r in ("1", "2", "elicitation")}
+
+        return {"requests": int(total("requests")), "round2_requests": int(total("round2_requests")),
+                "input_tokens": int(total("input_tokens")), "cached_tokens": int(total("cached_tokens")),
+                "output_tokens": int(total("output_tokens")), "cost_usd": round(total("cost_usd"), 6),
+                "cost_cached_usd": round(total("cost_cached_usd"), 6),
+                "cost_by_round_usd": by_round("cost_by_round_usd"),
+                "cost_cached_by_round_usd": by_round("cost_cached_by_round_usd"), "t_star_s": round(self.t_star_s, 3)}
+
+    def as_dict(self) -> dict:
+        return {"name": self.name, "unanimity": self.unanimity, "round2_share": round(self.round2_share, 6),
+                "interval_end": self.interval_end, **self.totals(),
+                "vendors": {v.vendor: asdict(v) for v in self.vendors}}
+
+
+@dataclass(frozen=True)
+class Unanimity:
+    """The share of rows whose round one is unanimous: stated (``low == rate == high``) or a pilot's, with its
+    95% Wilson interval."""
+
+    rate: float
+    low: float
+    high: float
+    source: str  # "stated" or "pilot"
+    pilot: dict | None = None  # run_id, run_dir, rows graded, unanimous rows, cost_usd
+
+    @classmethod
+    def stated(cls, rate: float) -> Unanimity:
+        return cls(rate, rate, rate, "stated")
 
 
 @dataclass
 class Estimate:
-    vendors: list[VendorEstimate]
     rows: int
-    t_star_s: float  # 0 when no vendor has a limit
     unpriced: list[str]  # judge models and models under test the config and the table leave unpriced: counted as 0
+    strategies: list[StrategyEstimate]  # "all" first; then "disputed" when a unanimity rate is known
+    unanimity: Unanimity | None = None
+    audit_share: float = 0.0
+
+    @property
+    def vendors(self) -> list[VendorEstimate]:
+        """The per-vendor figures of ``all`` (round two on every row), as before strategies were compared."""
+        return self.strategies[0].vendors
+
+    @property
+    def t_star_s(self) -> float:
+        return self.strategies[0].t_star_s
 
     def as_dict(self) -> dict:
-        return {"rows": self.rows, "t_star_s": round(self.t_star_s, 3), "unpriced": self.unpriced,
-                "requests": sum(v.requests for v in self.vendors),
-                "cost_usd": round(sum(v.cost_usd for v in self.vendors), 6),
-                "vendors": {v.vendor: asdict(v) for v in self.vendors}}
+        """The ``all`` figures at the top level (as before strategies were compared), then every strategy."""
+        first = self.strategies[0].totals()
+        return {"rows": self.rows, "t_star_s": first["t_star_s"], "unpriced": self.unpriced,
+                "requests": first["requests"], "cost_usd": first["cost_usd"],
+                "vendors": {v.vendor: asdict(v) for v in self.vendors},
+                "audit_share": self.audit_share, "unanimity": asdict(self.unanimity) if self.unanimity else None,
+                "strategies": [s.as_dict() for s in self.strategies]}
+
+
+@dataclass(frozen=True)
+class _Load:
+    """One vendor's work with round two on every row: what each strategy scales."""
+
+    vendor: str
+    judge_model: str | None
+    rows: int  # rows its judge is eligible for
+    batch_size: int
+    requests: tuple[int, int]  # round one, round two
+    input_tokens: tuple[int, int]
+    cacheable_tokens: int  # of round two's input
+    rates: tuple[float, float, float]  # USD per million input, output, cache-read tokens
+    elicit: tuple[int, int, int, float] = (0, 0, 0, 0.0)  # requests, tokens in, tokens out, cost
+    limits: tuple[float, float] = (0.0, 0.0)  # rpm, tpm
 
 
 def estimate(config: CouncilConfig, items: dict[str, BankItem], rows: list[ResponseRow],
-             models: list[str] = ()) -> Estimate:
-    """What grading ``rows`` would cost; with ``models``, what asking those models every item and grading
-    their answers would cost (answers stood in for by a typical length)."""
+             models: Sequence[str] = (), *, unanimity: Unanimity | None = None,
+             audit_share: float | None = None) -> Estimate:
+    """What grading ``rows`` would cost under ``all``, and under ``disputed`` when ``unanimity`` is known (at its
+    rate, and at its interval's ends when they differ); with ``models``, what asking those models every item
+    and grading their answers would cost (answers stood in for by a typical length). ``audit_share``: the
+    deliberation audit's share of the skipped rows (default: the config's)."""
     models = list(models)
     if models:
         rows = [ResponseRow.model_validate({"item_id": i, "model": m, "response": TYPICAL_ANSWER},
                                            context={"vendor_map": config.vendor_map}) for i in items for m in models]
+    audit = config.deliberation_audit if audit_share is None else audit_share
+    loads = _loads(config, items, rows, models)
+    strategies = [_strategy(loads, "all", None, 1.0)]
+    if unanimity is not None:
+        strategies.append(_strategy(loads, "disputed", unanimity.rate, disputed_share(unanimity.rate, audit)))
+        for end, u in (("low", unanimity.low), ("high", unanimity.high)):
+            if u != unanimity.rate:
+                strategies.append(_strategy(loads, "disputed", u, disputed_share(u, audit), end))
+    return Estimate(rows=len(rows), unpriced=config.unpriced(models), strategies=strategies, unanimity=unanimity,
+                    audit_share=audit)
+
+
+def disputed_share(unanimity: float, audit_share: float) -> float:
+    """The share of rows round two goes to under ``disputed``: every non-unanimous row, and the audit's share
+    of the unanimous ones."""
+    return (1.0 - unanimity) + audit_share * unanimity
+
+
+def cacheable_tokens(first: list[dict], second: list[dict]) -> int:
+    """Tokens of ``second`` a provider's prompt cache would serve after ``first`` was sent: their longest common
+    prefix (the messages' roles and contents, in order, as one text), in the estimator's tokens, counted only
+    from :data:`CACHE_MIN_TOKENS` and rounded down to a multiple of :data:`CACHE_STEP_TOKENS` (OpenAI's
+    documented rule; other providers cache at least as much once a prefix is this long)."""
+    a, b = _flat(first), _flat(second)
+    n = min(len(a), len(b))
+    same = next((i for i in range(n) if a[i] != b[i]), n)
+    tokens = min(estimate_tokens([{"content": a[:same]}], 0), estimate_tokens(second, 0))
+    return 0 if tokens < CACHE_MIN_TOKENS else tokens - tokens % CACHE_STEP_TOKENS
+
+
+def _flat(messages: list[dict]) -> str:
+    return "".join(f"{m.get('role', '')}\x1f{m.get('content') or ''}\x1e" for m in messages)
+
+
+def _loads(config: CouncilConfig, items: dict[str, BankItem], rows: list[ResponseRow],
+           models: list[str]) -> list[_Load]:
     vendors = dict.fromkeys([*config.roster_vendors, *(config.vendor_of(m) for m in models)])
     seats = {m.vendor: m for m in config.roster}
     out = []
     for vendor in vendors:
         settings = config.settings(vendor)
-        requests = input_tokens = output_tokens = votes = 0
-        cost = 0.0
-        k = 1
         member = seats.get(vendor)
-        if member is not None:
-            mine = [r for r in rows if member in eligible_members(r, config.roster, config.self_exclusion)]
-            bodies = {1: [round1_body(items[r.item_id], r) for r in mine]}
-            bodies[2] = [_round2_stand_in(items[r.item_id], r, config) for r in mine]
-            mean_chars = sum(map(len, bodies[1])) / len(mine) if mine else 0.0
-            k = batch_size_for(settings.rpm, settings.tpm, mean_chars, settings.max_batch)
-            for round_ in (1, 2):
-                for start in range(0, len(mine), k):
-                    chunk = bodies[round_][start:start + k]
-                    messages = single_messages(round_, chunk[0]) if len(chunk) == 1 else batch_messages(round_, chunk)
-                    requests += 1
-                    input_tokens += estimate_tokens(messages, 0)
-            votes = 2 * len(mine)
-            output_tokens = votes * EXPECTED_OUTPUT_TOKENS
-            cost += _usd(input_tokens, output_tokens, config.price_for(member.judge_model, vendor))
-        elicit_requests = 0
+        mine = [r for r in rows if member and member in eligible_members(r, config.roster, config.self_exclusion)]
+        k, requests, tokens, cacheable = 1, [0, 0], [0, 0], 0
+        if mine:
+            bodies = [round1_body(items[r.item_id], r) for r in mine]
+            k = batch_size_for(settings.rpm, settings.tpm, sum(map(len, bodies)) / len(mine), settings.max_batch)
+            for start in range(0, len(mine), k):
+                chunk, chunk_rows = bodies[start:start + k], mine[start:start + k]
+                first = single_messages(1, chunk[0]) if len(chunk) == 1 else batch_messages(1, chunk)
+                second = _round2_messages([items[r.item_id] for r in chunk_rows], chunk_rows, config, first)
+                for i, messages in enumerate((first, second)):
+                    requests[i] += 1
+                    tokens[i] += estimate_tokens(messages, 0)
+                cacheable += cacheable_tokens(first, second)
+        elicit = [0, 0, 0, 0.0]
         for model in (m for m in models if config.vendor_of(m) == vendor):
             tokens_in = sum(estimate_tokens(elicit_messages(i.prompt), 0) for i in items.values())
             tokens_out = len(items) * EXPECTED_ANSWER_TOKENS
-            elicit_requests += len(items)
-            input_tokens, output_tokens = input_tokens + tokens_in, output_tokens + tokens_out
-            cost += _usd(tokens_in, tokens_out, config.price_for(model, vendor))
-        requests += elicit_requests
-        rate = _sustainable_rpm(settings.rpm, settings.tpm, (input_tokens + output_tokens) / max(1, requests))
-        out.append(VendorEstimate(
-            vendor=vendor, judge_model=member.judge_model if member else None, votes=votes, batch_size=k,
-            requests=requests, input_tokens=input_tokens, output_tokens=output_tokens, cost_usd=round(cost, 6),
-            sustainable_rpm=round(rate, 3), minutes=round(requests / rate, 4) if rate else 0.0,
-            elicit_requests=elicit_requests,
-        ))
-    return Estimate(vendors=out, rows=len(rows), t_star_s=60.0 * max((v.minutes for v in out), default=0.0),
-                    unpriced=config.unpriced(models))
+            elicit = [elicit[0] + len(items), elicit[1] + tokens_in, elicit[2] + tokens_out,
+                      elicit[3] + _usd(tokens_in, tokens_out, 0, config.rates_for(model, vendor))]
+        out.append(_Load(vendor=vendor, judge_model=member.judge_model if member else None, rows=len(mine),
+                         batch_size=k, requests=(requests[0], requests[1]), input_tokens=(tokens[0], tokens[1]),
+                         cacheable_tokens=cacheable,
+                         rates=config.rates_for(member.judge_model, vendor) if member else (0.0, 0.0, 0.0),
+                         elicit=tuple(elicit), limits=(settings.rpm, settings.tpm)))
+    return out
 
 
-def _usd(tokens_in: int, tokens_out: int, price: tuple[float, float]) -> float:
-    return (tokens_in * price[0] + tokens_out * price[1]) / 1e6
+def _round2_messages(items: list[BankItem], rows: list[ResponseRow], config: CouncilConfig,
+                     round1_messages: list[dict]) -> list[dict]:
+    """The round-two request for the rows of one round-one request (``round1_messages``; one row, or a batch):
+    the one place that says how round two is laid out, so that a layout starting with round one's exact
+    messages changes only this function (and the cacheable prefix it yields)."""
+    bodies = [_round2_stand_in(item, row, config) for item, row in zip(items, rows, strict=True)]
+    return single_messages(2, bodies[0]) if len(bodies) == 1 else batch_messages(2, bodies)
+
+
+def _strategy(loads: list[_Load], name: str, unanimity: float | None, share: float,
+              interval_end: str | None = None) -> StrategyEstimate:
+    vendors = [_vendor(load, share) for load in loads]
+    return StrategyEstimate(name=name, unanimity=unanimity, round2_share=share, vendors=vendors,
+                            t_star_s=60.0 * max((v.minutes for v in vendors), default=0.0), interval_end=interval_end)
+
+
+def _vendor(load: _Load, share: float) -> VendorEstimate:
+    """``load`` with round two on ``share`` of its rows: requests at the same batch size, tokens in proportion."""
+    rows2 = share * load.rows
+    requests2 = math.ceil(round(rows2 / load.batch_size, 9))
+    in1, in2 = load.input_tokens[0], round(share * load.input_tokens[1])
+    cached = round(share * load.cacheable_tokens)
+    out1, out2 = load.rows * EXPECTED_OUTPUT_TOKENS, round(rows2) * EXPECTED_OUTPUT_TOKENS
+    e_requests, e_in, e_out, e_cost = load.elicit
+    cost = {"1": _usd(in1, out1, 0, load.rates), "2": _usd(in2, out2, 0, load.rates), "elicitation": e_cost}
+    cost_cached = {**cost, "2": _usd(in2, out2, cached, load.rates)}
+    requests = load.requests[0] + requests2 + e_requests
+    tokens_in, tokens_out = in1 + in2 + e_in, out1 + out2 + e_out
+    rate = _sustainable_rpm(*load.limits, (tokens_in + tokens_out) / max(1, requests))
+    return VendorEstimate(
+        vendor=load.vendor, judge_model=load.judge_model, votes=load.rows + round(rows2), batch_size=load.batch_size,
+        requests=requests, input_tokens=tokens_in, output_tokens=tokens_out, cost_usd=round(sum(cost.values()), 6),
+        sustainable_rpm=round(rate, 3), minutes=round(requests / rate, 4) if rate else 0.0,
+        elicit_requests=e_requests, round2_requests=requests2, cached_tokens=cached,
+        cost_cached_usd=round(sum(cost_cached.values()), 6),
+        cost_by_round_usd={k: round(v, 6) for k, v in cost.items()},
+        cost_cached_by_round_usd={k: round(v, 6) for k, v in cost_cached.items()})
+
+
+def _usd(tokens_in: int, tokens_out: int, cached: int, rates: tuple[float, float, float]) -> float:
+    """USD for ``tokens_in`` input tokens, ``cached`` of them read from the cache, and ``tokens_out`` output."""
+    return ((tokens_in - cached) * rates[0] + tokens_out * rates[1] + cached * rates[2]) / 1e6
 
 
 def _round2_stand_in(item: BankItem, row: ResponseRow, config: CouncilConfig) -> str:
@@ -118,3 +286,39 @@ def _sustainable_rpm(rpm: float, tpm: float, tokens_per_request: float) -> float
     """Requests per minute the account sustains: the request limit, or the token limit, whichever binds."""
     limits = [x for x in (rpm, tpm / tokens_per_request if tpm and tokens_per_request else 0.0) if x]
     return min(limits) if limits else 0.0
+
+
+# ---- the pilot -----------------------------------------------------------------------------------------------
+
+
+def pilot_rows(rows: list[ResponseRow], n: int, seed: int) -> list[ResponseRow]:
+    """``n`` of ``rows`` (all of them if fewer), drawn with the config's ``seed``, in their file order: the same
+    pilot for the same seed."""
+    if n >= len(rows):
+        return list(rows)
+    chosen = np.random.default_rng(seed).choice(len(rows), size=n, replace=False)
+    return [rows[i] for i in sorted(chosen.tolist())]
+
+
+async def run_pilot(config: CouncilConfig, bank: Path, responses: Path, rows: list[ResponseRow], n: int, *,
+                    runs_dir: Path, provider_url: str | None, sim_config: Path | None, command: str) -> Unanimity:
+    """Grade a seeded sample of ``n`` rows for real (``provider_url``; None: the embedded provider) as a run of
+    its own under ``runs_dir`` with ``deliberate = disputed`` and no audit, and read from its summary the share
+    of graded rows whose round one was unanimous (skipped by round two), with its 95% Wilson interval. The
+    pilot is an ordinary run folder: its calls are archived, and its cost is what it says."""
+    pilot = config.model_copy(update={"deliberate": "disputed", "deliberation_audit": 0.0})
+    request = RunRequest(bank=bank, responses=responses, runs_dir=runs_dir, backend="local", provider_url=provider_url,
+                         config=pilot, sim_config=sim_config, rows=pilot_rows(rows, n, config.seed), command=command)
+    result = await run_council(request)
+    if result.error is not None:
+        raise result.error
+    summary = RunFolder.open(result.run_dir).read_json(SUMMARY)
+    block = summary["deliberation"]
+    unanimous, graded = block["rows_skipped"], block["rows_skipped"] + block["rows_deliberated"]
+    if not graded:
+        raise ConfigError(f"the pilot run {result.run_dir.name} graded no row; its unanimity rate is unknown "
+                          f"(`council show {result.run_dir.name}` says why)")
+    low, high = wilson_interval(unanimous, graded)
+    return Unanimity(rate=unanimous / graded, low=low, high=high, source="pilot",
+                     pilot={"run_id": result.run_dir.name, "run_dir": str(result.run_dir), "rows": graded,
+                            "unanimous": unanimous, "cost_usd": summary["cost_usd"]})
