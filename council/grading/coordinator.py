@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import itertools
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from typing import Protocol, TypeVar
@@ -35,7 +36,9 @@ from council.protocol.anonymise import Anonymiser
 from council.protocol.config import CouncilConfig
 from council.protocol.deliberation import Rule, disputed, disputed_levels, sampled
 from council.protocol.panels import eligible_members, peers_for, row_order
-from council.protocol.prompts import request_key, round1_body, round2_body, rubric_hash, single_messages
+from council.protocol.prompts import (
+    CONVERSATION_VERSION, request_key, round1_body, round2_body, rubric_hash, single_messages,
+)
 from council.transport.judge import JudgeTask
 from council.transport.quota import estimate_tokens
 from elicitor.prompts import elicit_messages
@@ -100,7 +103,7 @@ class Coordinator:
         """Grade every row; at most ``config.rows_in_flight`` rows are in progress at once. A budget that
         runs out stops new rows; the votes in flight finish and are archived."""
         with heap_frozen():
-            await self._work(iter(rows), self.grade_row)
+            await self._work(item_major(rows), self.grade_row)
             await self._finish_audits()
 
     async def run_elicited(self, tasks: list) -> list[ResponseRow]:  # noqa: ANN001 - ElicitTasks
@@ -220,8 +223,10 @@ class Coordinator:
                 own = round1[m.vendor]
                 peers, letters, scrubbed = peers_for(m.vendor, order, round1, self._scrub)
                 body2 = round2_body(item, row, own.verdict, own.reason, peers, contain=self.config.judge.containment,
-                                    own_scores=own.scores)
-                second.append(self._vote(m, row, 2, body2, letters, rubric, scale=item.scale, scrubbed=scrubbed))
+                                    own_scores=own.scores, version=self.config.judge.prompt_version)
+                after = tuple(own.batch_rows) if self.config.judge.prompt_version == CONVERSATION_VERSION else ()
+                second.append(self._vote(m, row, 2, body2, letters, rubric, scale=item.scale, scrubbed=scrubbed,
+                                         after=after))
             records = [*round1.values(), *_settled(await asyncio.gather(*second, return_exceptions=True))]
         else:
             records = []
@@ -232,7 +237,7 @@ class Coordinator:
 
     async def _vote(self, member: MemberSpec, row: ResponseRow, round_: int, body: str, letters: dict[str, str],
                     rubric: str, *, shadow: bool = False, scale: Scale | None = None,
-                    scrubbed: dict[str, int] | None = None) -> JudgeCallRecord:
+                    scrubbed: dict[str, int] | None = None, after: tuple[str, ...] = ()) -> JudgeCallRecord:
         params = self.config.judge
         key = request_key(member.judge_model, round_, body, params.temperature, params.max_tokens)
         archived = self._archived.get((row.row_id, member.vendor, round_))
@@ -249,7 +254,7 @@ class Coordinator:
             self.served_from_archive += 1
             return copy
         task = JudgeTask(row.row_id, round_, body, letters, rubric_hash=rubric, request_key=key, item_id=row.item_id,
-                         scale=scale)
+                         scale=scale, after=after)
         record = await self._ask(member, task)
         if shadow:
             record = record.model_copy(update={"shadow": True})
@@ -355,6 +360,24 @@ def heap_frozen() -> Iterator[None]:
             if _frozen == 0:
                 gc.set_threshold(*_thresholds)
                 gc.unfreeze()
+
+
+ITEM_WINDOW = 2048  # rows read ahead to send the answers to one item together
+
+
+def item_major(rows: Iterable[ResponseRow], window: int = ITEM_WINDOW) -> Iterator[ResponseRow]:
+    """``rows`` with the answers to one item brought together, within windows of ``window`` rows (items in the
+    order they first appear, rows of an item in input order). A judge's prompts on one item all begin with the
+    same question, reference and rubric, so sent one after another they share a prefix a provider's prompt cache
+    serves; a file ordered by model would otherwise spread them over the whole run. The window keeps a large
+    file streamed."""
+    source = iter(rows)
+    while chunk := list(itertools.islice(source, window)):
+        groups: dict[str, list[ResponseRow]] = {}
+        for row in chunk:
+            groups.setdefault(row.item_id, []).append(row)
+        for group in groups.values():
+            yield from group
 
 
 def audit_sampled(seed: int, key: VoteKey, fraction: float) -> bool:

@@ -107,6 +107,9 @@ class JudgeParams(_Frozen):
     temperature: float = 0.0
     max_tokens: int = Field(default=256, ge=16)
     containment: bool = True  # audit only (like --no-self-exclusion): False sends the unfenced judge-v1 layout
+    # judge-v3: round two as the next turn of round one's conversation, so a provider's prompt cache serves
+    # round one's part of it; judge-v2: round two as one new message (kept for comparability with older runs)
+    prompt_version: Literal["judge-v2", "judge-v3"] = "judge-v3"
 
 
 class HonestyWeights(_Frozen):
@@ -189,6 +192,16 @@ class CouncilConfig(_Frozen):
         """The price of every judge model and model under test (``None``: unpriced), by model id."""
         seats = [(m.judge_model, m.vendor) for m in self.roster]
         return {model: self.price(model, vendor) for model, vendor in [*seats, *((m, self.vendor_of(m)) for m in models)]}
+
+    @classmethod
+    def recorded(cls, config: dict, judge_prompt_version: str) -> CouncilConfig:
+        """A run's config as its manifest holds it. A run recorded before ``judge.prompt_version`` existed was
+        sent in the version its manifest names (judge-v2), not today's default: its resume must send the same
+        requests, or it would pay for its round two again."""
+        judge = config.get("judge") or {}
+        if "prompt_version" not in judge:
+            config = {**config, "judge": {**judge, "prompt_version": judge_prompt_version}}
+        return cls.model_validate(config)
 
     @classmethod
     def from_file(cls, path: Path, **overrides: Any) -> CouncilConfig:

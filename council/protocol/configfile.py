@@ -175,6 +175,8 @@ COMMENTS: dict[str, str] = {
     "judge.temperature": "sampling temperature",
     "judge.max_tokens": "output bound of a one-row answer",
     "judge.containment": "fence the graded text as data (false only as an audit: the unfenced judge-v1 layout)",
+    "judge.prompt_version": "judge-v3: round two continues round one's conversation, so a provider's prompt cache "
+                            "serves round one's part; judge-v2: round two as one new message (older runs)",
     "timeouts": "every provider call's HTTP timeouts, in seconds",
     "timeouts.connect_s": "to connect",
     "timeouts.read_s": "between two reads of the answer",

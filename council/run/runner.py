@@ -39,7 +39,7 @@ from council.grading.stop import StopControl, Stopped
 from council.protocol.config import CouncilConfig, Endpoint, validation_problems
 from council.protocol.panels import METHODOLOGY_VERSION
 from council.protocol.prices import TABLE as PRICE_TABLE
-from council.protocol.prompts import PROMPT_HASHES, PROMPT_VERSION
+from council.protocol.prompts import prompt_hashes
 from council.scoring.scoring import rescore
 from council.store import archive
 from council.run.timings import Timings
@@ -179,8 +179,8 @@ async def run_council(
         run_id=folder.path.name, created_at=_now(), command=req.command, roster=req.config.roster,
         simulated=req.provider_url is None, self_exclusion=req.config.self_exclusion, quorum=req.config.quorum,
         seed=req.config.seed,
-        backend=req.backend, provider_url=req.provider_url, judge_prompt_version=PROMPT_VERSION,
-        prompt_hashes=PROMPT_HASHES, methodology_version=METHODOLOGY_VERSION, bank_path=str(req.bank),
+        backend=req.backend, provider_url=req.provider_url, judge_prompt_version=req.config.judge.prompt_version,
+        prompt_hashes=prompt_hashes(req.config.judge.prompt_version), methodology_version=METHODOLOGY_VERSION, bank_path=str(req.bank),
         responses_path="" if req.models else str(req.responses), dataset_fingerprint=dataset_fingerprint(items),
         responses_fingerprint="" if req.models else info.fingerprint, rows=info.rows,
         versions=_versions(), config=req.config.model_dump(mode="json"), sim_config=sim_config,
@@ -272,7 +272,7 @@ async def resume_council(
     # index is built by its writer, on this node, and only there.
     shards = manifest.shards if shards is None else shards
     archived = None if shards else ArchiveIndex.build(folder.path)
-    config = CouncilConfig.model_validate(manifest.config)
+    config = CouncilConfig.recorded(manifest.config, manifest.judge_prompt_version)
     if budget_usd is not None:
         config = config.model_copy(update={"budget_usd": budget_usd})
         check_budget(config, manifest.models)

@@ -61,7 +61,7 @@ import orjson
 
 from council.sim._config import ProbeProfile, SimConfig, VendorBehaviour
 from council.sim._naming import name_drop
-from council.sim._reading import ItemText, Message, RequestText, is_repair, read_request
+from council.sim._reading import ItemText, Message, RequestText, is_repair, read_conversation, read_request
 from council.sim._truth import TruthTable, heuristic_verdict, truth_key
 from council.sim._world import World
 
@@ -561,10 +561,9 @@ def decide(
     u_malformed, u_how, u_wrap, u_wrap_how = _request_uniforms(config.seed, model, messages if repair else base)
     malformed = u_malformed < b.malformed_rate
 
-    user = next((content for role, content in reversed(base) if role == "user"), "")
     from council.sim._grading import answer_graded, graded_prompt  # imported here: _grading builds on this module
 
-    request = read_request(user)
+    request = read_conversation(base)
     graded = graded_prompt(request)
     if graded is not None:
         return answer_graded(config, truth, judge, graded, malformed, repair, u_how, u_wrap, u_wrap_how)

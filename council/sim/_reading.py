@@ -19,12 +19,17 @@ model can be fooled:
 
 A batch is the text between ``<item ...>`` and the first ``</item>`` after it, for each item in turn. A
 repair re-ask is a user message after an assistant reply that asks for the previous reply again.
+
+A conversation is read as a model reads one: when the last user message names a round but gives an item no
+question or response of its own (it carries only the peers' votes), the item is the one the earlier user
+message of the conversation showed (the same key, in a batch), and the member's own vote is what the assistant
+replied to it (a JSON object with a verdict or scores, or a ``verdicts`` list keyed like the items).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import orjson
 
@@ -254,3 +259,53 @@ def is_repair(messages: list[Message]) -> bool:
     naming no round of its own)."""
     return (len(messages) >= 3 and messages[-1][0] == "user" and messages[-2][0] == "assistant"
             and read_request(messages[-1][1]) is None and _REPAIR_RE.search(messages[-1][1]) is not None)
+
+
+def _replies(text: str) -> dict[str, Vote]:
+    """The votes an assistant reply gave, by item key ("" for a single row's): one JSON object, or a
+    ``verdicts`` list of objects each with a key; nothing when it is not JSON."""
+    try:
+        value = orjson.loads(text.strip())
+    except orjson.JSONDecodeError:
+        return {}
+    if isinstance(value, dict) and isinstance(value.get("verdicts"), list):
+        out = {}
+        for entry in value["verdicts"]:
+            vote = _vote_json(orjson.dumps(entry).decode()) if isinstance(entry, dict) else None
+            if vote is not None:
+                out.setdefault(str(entry.get("key", "")), vote)
+        return out
+    vote = _vote_json(text.strip()) if isinstance(value, dict) else None
+    return {"": vote} if vote is not None else {}
+
+
+def read_conversation(messages: list[Message]) -> RequestText | None:
+    """The request a conversation makes (see the module docstring): its last user message, with each item that
+    shows no question nor response of its own read as the earlier user message's item, answered by the
+    assistant's reply in between. None when the last user message names no round."""
+    users = [k for k, (role, _) in enumerate(messages) if role == "user"]
+    if not users:
+        return None
+    last = read_request(messages[users[-1]][1])
+    if last is None or all(i.question is not None or i.response is not None for i in last.items) or len(users) < 2:
+        return last
+    earlier = read_request(messages[users[-2]][1])
+    if earlier is None:
+        return last
+    replies: dict[str, Vote] = {}
+    for role, content in messages[users[-2] + 1 : users[-1]]:
+        if role == "assistant":
+            replies = _replies(content)
+    shown = {i.key: i for i in earlier.items}
+    items = []
+    for item in last.items:
+        before = shown.get(item.key)
+        if before is None or item.question is not None or item.response is not None:
+            items.append(item)
+            continue
+        own = replies.get(item.key)
+        if own is not None:
+            own = Vote("", own.verdict, own.reason, own.scores)
+        items.append(replace(before, own=own, peers=item.peers, words=" ".join(filter(None, (before.words, item.words))),
+                             body="\n".join((before.body, item.body)), key=item.key))
+    return RequestText(last.round, last.batch, tuple(items))

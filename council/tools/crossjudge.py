@@ -136,7 +136,7 @@ async def crossjudge(runs_dir: Path, run_id: str, grader: str, *, name: str | No
     ``crossjudge/<name>/`` and return the report (see the module docstring)."""
     run = RunFolder.open_run(runs_dir, run_id)
     manifest = RunManifest.model_validate(run.read_json(MANIFEST))
-    config = CouncilConfig.model_validate(manifest.config)
+    config = CouncilConfig.recorded(manifest.config, manifest.judge_prompt_version)
     items = {i.id: i for i in read_jsonl(run.path / ITEMS, BankItem)}
     if not (run.path / VERDICTS).is_file():
         raise ConfigError(f"run {run_id} has no verdicts.jsonl yet: finish or rescore it before a cross-judge report")

@@ -279,7 +279,8 @@ def _usd(tokens_in: int, tokens_out: int, cached: int, rates: tuple[float, float
 def _round2_stand_in(item: BankItem, row: ResponseRow, config: CouncilConfig) -> str:
     n_peers = len(eligible_members(row, config.roster, config.self_exclusion)) - 1
     peers = [Peer(letter=LETTERS[i], verdict="correct", reason=TYPICAL_REASON) for i in range(n_peers)]
-    return round2_body(item, row, "correct", TYPICAL_REASON, peers)
+    return round2_body(item, row, "correct", TYPICAL_REASON, peers, contain=config.judge.containment,
+                       version=config.judge.prompt_version)
 
 
 def _sustainable_rpm(rpm: float, tpm: float, tokens_per_request: float) -> float:

@@ -13,6 +13,7 @@ request's rows (``batch_rows``). A row missing from a batched answer is asked ag
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 import uuid
 from collections import deque
@@ -24,7 +25,7 @@ from council.protocol.config import Endpoint, JudgeParams, Limits
 from council.protocol.panels import METHODOLOGY_VERSION
 from council.protocol.parsing import parse_batch, read_batch, read_scores, read_verdict
 from council.protocol.prompts import (
-    BATCH_VERDICT_SCHEMA, PROMPT_VERSION, VERDICT_SCHEMA, batch_messages, prompt_hash, repair_messages,
+    BATCH_VERDICT_SCHEMA, VERDICT_SCHEMA, batch_messages, prompt_hash, repair_messages,
     scale_schema, single_messages,
 )
 from council.transport.client import ChatClient
@@ -55,6 +56,7 @@ class JudgeTask:
     item_id: str = ""
     solo: bool = False
     scale: Scale | None = None
+    after: tuple[str, ...] = ()  # a judge-v3 round two: the rows of its round-one request, in key order
 
 
 _Vote = tuple[str, str] | tuple[dict[str, int], str]  # (verdict, reason) or a graded item's (levels, reason)
@@ -308,7 +310,7 @@ class Judge:
             finish_reason=call.finish, usage=usage,
             cost_usd=usage.cost_usd(*self.prices),
             latency_s=round(time.perf_counter() - call.started, 6), attempts=call.attempts, error=call.error,
-            judge_prompt_version=PROMPT_VERSION, judge_prompt_hash=prompt_hash(task.round, task.body),
+            judge_prompt_version=self.params.prompt_version, judge_prompt_hash=prompt_hash(task.round, task.body),
             rubric_hash=task.rubric_hash, methodology_version=METHODOLOGY_VERSION,
             request=RequestParams(model=self.member.judge_model, temperature=self.params.temperature,
                                   max_tokens=call.max_tokens or self.params.max_tokens),
@@ -327,6 +329,10 @@ def take_batch(queue: deque[tuple[JudgeTask, asyncio.Future[JudgeCallRecord]]], 
     batch = [first]
     if k == 1 or first[0].solo or first[0].scale is not None:
         return batch
+    if len(first[0].after) > 1:
+        same = _same_request(queue, first, k, window)
+        if same is not None:
+            return same
     items = {first[0].item_id}
     passed: list[tuple[JudgeTask, asyncio.Future[JudgeCallRecord]]] = []
     while queue and len(batch) < k and len(passed) < window:
@@ -339,6 +345,28 @@ def take_batch(queue: deque[tuple[JudgeTask, asyncio.Future[JudgeCallRecord]]], 
             items.add(task.item_id)
     queue.extendleft(reversed(passed))
     return batch
+
+
+def _same_request(queue: deque[tuple[JudgeTask, asyncio.Future[JudgeCallRecord]]],
+                  first: tuple[JudgeTask, asyncio.Future[JudgeCallRecord]], k: int,
+                  window: int) -> list[tuple[JudgeTask, asyncio.Future[JudgeCallRecord]]] | None:
+    """The round twos of every row of ``first``'s round-one request, in that request's order, when all of them
+    are queued (within ``window``) and fit in ``k``: their request then begins with round one's exact messages,
+    which a provider's prompt cache serves. None otherwise (the queue as it was, but for ``first``)."""
+    rows = first[0].after
+    if len(rows) > k:
+        return None
+    found = {first[0].row_id: first}
+    for entry in itertools.islice(queue, window):
+        if entry[0].after == rows and entry[0].row_id in rows:
+            found.setdefault(entry[0].row_id, entry)
+    if len(found) < len(rows):
+        return None
+    taken = {id(e) for e in found.values()}
+    kept = [e for e in queue if id(e) not in taken]
+    queue.clear()
+    queue.extend(kept)
+    return [found[r] for r in rows]
 
 
 def batch_size_for(rpm: float, tpm: float, row_chars: float, max_batch: int) -> int:

@@ -93,7 +93,9 @@ def test_a_positional_argument_shows_its_default():
 
 def test_estimate_takes_only_the_options_it_reads(capsys):
     assert options(commands()["estimate"]) == {"--bank", "--responses", "--config", "--vendor-map",
-                                               "--no-self-exclusion", "--models", "--json"}
+                                               "--no-self-exclusion", "--models", "--json", "--unanimity",
+                                               "--pilot", "--deliberation-audit", "--runs-dir", "--provider-url",
+                                               "--simulate", "--sim-config"}
     with pytest.raises(SystemExit) as done:
         main(["estimate", "--seed", "3"])
     assert done.value.code == 2

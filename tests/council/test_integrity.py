@@ -153,10 +153,11 @@ async def test_no_batched_request_holds_two_rows_of_one_item(integrity):
 
 
 def user_text(request: dict) -> str:
-    """The request's prompt: its first user message (a repair re-ask appends the reply and a repair prompt)."""
-    for message in request["messages"]:
+    """The request's prompt: its last user message that names a round (a repair re-ask appends the reply and a
+    repair prompt; a judge-v3 round two follows round one's message, its reply, then the peers)."""
+    for message in reversed(request["messages"]):
         role, content = (message["role"], message["content"]) if isinstance(message, dict) else message
-        if role == "user":
+        if role == "user" and content.startswith("<round>"):
             return content
     raise AssertionError("no user message")
 
