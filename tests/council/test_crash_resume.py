@@ -18,7 +18,7 @@ from tests.council.test_end_to_end import subset
 
 CONCURRENCY = 4  # per vendor: keeps the run long enough to be killed at chosen points
 VENDORS = ("anthropic", "google", "openai", "alibaba", "deepseek", "mistral")
-ITEMS = 24  # of the sample's 160 (144 rows, 1,440 votes): the kill points are fractions of the run, whatever its size
+ITEMS = 48  # of the sample's 160 (288 rows, 2,880 votes): the kill points are fractions of the run, whatever its size
 
 
 def billed(url: str) -> int:
