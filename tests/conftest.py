@@ -39,9 +39,9 @@ def _no_report_at_run_end(request, monkeypatch):
 # started first, so that the workers end together instead of one finishing a long module alone. This orders
 # the run; it never changes which tests run (pytest-xdist keeps collection order: --no-loadscope-reorder).
 LONGEST_S = {
-    "tests/council/test_stop_moments.py": 87, "tests/council/test_interrupt.py": 80,
+    "tests/council/test_stop_moments.py": 74, "tests/council/test_interrupt.py": 60,
     "tests/council/test_end_to_end.py": 65, "tests/council/test_cluster.py": 62,
-    "tests/council/test_fault_matrix.py": 45, "tests/report/test_report.py": 40, "tests/service/test_callbacks.py": 36,
+    "tests/council/test_fault_matrix.py": 31, "tests/report/test_report.py": 40, "tests/service/test_callbacks.py": 36,
     "tests/council/test_crossjudge_run.py": 34, "tests/service/test_service.py": 31,
     "tests/council/test_scheduling.py": 30, "tests/council/test_crash_resume.py": 27,
     "tests/council/test_run_states.py": 26, "tests/service/test_durability.py": 25, "tests/council/test_cli.py": 25,
