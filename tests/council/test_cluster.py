@@ -82,6 +82,22 @@ async def reference_run(tmp_path, responses, config: CouncilConfig | None = None
         return result, await billed(url)
 
 
+@pytest.fixture(scope="module")
+def undisturbed(tmp_path_factory):
+    """``undisturbed(items, world, config)``: the undisturbed local run a test compares with, made once per module
+    for each (items, world, config), so tests comparing with the same run share it (they only read its folder)."""
+    made: dict[tuple, tuple] = {}
+
+    async def run(items: int, world: SimConfig = WORLD, config: CouncilConfig | None = None) -> tuple:
+        key = (items, world.model_dump_json(), config and config.model_dump_json())
+        if key not in made:
+            folder = tmp_path_factory.mktemp("reference")
+            made[key] = await reference_run(folder, subset(folder, items), config, world)
+        return made[key]
+
+    return run
+
+
 def actors(class_name: str, *, alive: bool = True) -> list[dict]:
     from ray._private import state  # the GCS actor table (the state API needs the dashboard, off here)
 
@@ -129,10 +145,10 @@ async def until_archived(run_dir, votes: int, run: asyncio.Task) -> None:
     raise AssertionError("no votes were archived")
 
 
-async def test_sharded_run_matches_one_process(tmp_path, local_cluster):
+async def test_sharded_run_matches_one_process(tmp_path, local_cluster, undisturbed):
     cluster, _ = local_cluster
-    responses = subset(tmp_path, 8)
-    reference, reference_billed = await reference_run(tmp_path, responses)
+    responses = subset(tmp_path, 12)  # 72 rows: five chunks of 16 for three workers
+    reference, reference_billed = await undisturbed(12)
     with sim_process(WORLD, tmp_path, "--responses", str(responses)) as url:
         result = await run_council(request(tmp_path, responses, "sharded", url, backend="ray", shards=3,
                                            ray_address=cluster.address))
@@ -145,10 +161,10 @@ async def test_sharded_run_matches_one_process(tmp_path, local_cluster):
     assert all(len(q["holders"]) >= 3 for q in quota.values())  # every shard drew on each vendor's one ledger
 
 
-async def test_a_worker_node_lost_mid_run(tmp_path, local_cluster):
+async def test_a_worker_node_lost_mid_run(tmp_path, local_cluster, undisturbed):
     cluster, workers = local_cluster
     responses = subset(tmp_path, 24)
-    reference, reference_billed = await reference_run(tmp_path, responses, world=NO_REPAIRS)
+    reference, reference_billed = await undisturbed(24, NO_REPAIRS)
     with sim_process(NO_REPAIRS, tmp_path, "--responses", str(responses)) as url:
         # One worker: every call the provider bills is that worker's, so its bill at the loss is the worker's own.
         run = asyncio.create_task(run_council(request(tmp_path, responses, "node-lost", url, backend="ray", shards=1,
@@ -186,10 +202,10 @@ async def test_a_worker_node_lost_mid_run(tmp_path, local_cluster):
     assert reference_billed <= paid <= reference_billed + unarchived, (paid, reference_billed, unarchived, again)
 
 
-async def test_a_killed_quota_actor_recovers(tmp_path, local_cluster):
+async def test_a_killed_quota_actor_recovers(tmp_path, local_cluster, undisturbed):
     cluster, _ = local_cluster
     responses = subset(tmp_path, 12)
-    reference, _ = await reference_run(tmp_path, responses)
+    reference, _ = await undisturbed(12)
     with sim_process(WORLD, tmp_path, "--responses", str(responses)) as url:
         run = asyncio.create_task(run_council(request(tmp_path, responses, "quota-killed", url, backend="ray",
                                                       shards=2, ray_address=cluster.address)))
@@ -209,7 +225,7 @@ def orjson_load(path):
     return orjson.loads(path.read_bytes())
 
 
-async def test_a_stopped_sharded_run_resumes(tmp_path, local_cluster):
+async def test_a_stopped_sharded_run_resumes(tmp_path, local_cluster, undisturbed):
     """A stop (what SIGTERM does) reaches every worker; the folder says stopped; resumed, sharded again, the run
     completes with the verdicts of an undisturbed run and pays only for what the archive lacked."""
     from council.grading.stop import StopControl
@@ -217,7 +233,7 @@ async def test_a_stopped_sharded_run_resumes(tmp_path, local_cluster):
 
     cluster, _ = local_cluster
     responses = subset(tmp_path, 12)
-    reference, reference_billed = await reference_run(tmp_path, responses)
+    reference, reference_billed = await undisturbed(12)
     with sim_process(WORLD, tmp_path, "--responses", str(responses)) as url:
         stop = StopControl(grace_s=6.0)
         run = asyncio.create_task(run_council(request(tmp_path, responses, "stopped", url, backend="ray", shards=2,
@@ -245,7 +261,7 @@ async def test_a_stopped_sharded_run_resumes(tmp_path, local_cluster):
     assert reference_billed <= paid <= reference_billed + in_flight, (paid, reference_billed)
 
 
-async def test_a_sharded_budget_holds_across_workers(tmp_path, local_cluster):
+async def test_a_sharded_budget_holds_across_workers(tmp_path, local_cluster, undisturbed):
     """Three workers share one budget: the run stops by it without passing it, and resumed with a larger
     budget it completes with the verdicts of an unbounded run."""
     from council.run.runner import resume_council
@@ -254,7 +270,7 @@ async def test_a_sharded_budget_holds_across_workers(tmp_path, local_cluster):
     cluster, _ = local_cluster
     responses = subset(tmp_path, 12)
     priced = CouncilConfig.model_validate({"vendors": PRICED})
-    reference, _ = await reference_run(tmp_path, responses, priced, world=NO_REPAIRS)
+    reference, _ = await undisturbed(12, NO_REPAIRS, priced)
     full_cost = reference.summary["cost_usd"]
     with sim_process(NO_REPAIRS, tmp_path, "--responses", str(responses)) as url:
         limit = round(full_cost / 2, 6)
