@@ -111,7 +111,8 @@ def measure(result: Any, seconds: float) -> dict[str, Any]:
 async def run_matrix(n_rows: int, faults: dict[str, dict[str, Any]], workdir: Path, seed: int = 0,
                      retry: RetryPolicy | None = None) -> list[dict[str, Any]]:
     rows = make_rows(n_rows)
-    config = CouncilConfig(seed=seed, timeouts=Timeouts(read_s=READ_S, total_s=30.0), retry=retry or RetryPolicy())
+    config = CouncilConfig(seed=seed, timeouts=Timeouts(read_s=READ_S, total_s=30.0), retry=retry or RetryPolicy(),
+                           deliberate="all")  # both rounds on every row: ten votes a row, each counted
     out = []
     for i, (name, fault) in enumerate(faults.items()):
         path = workdir / f"sim-{i}.json"

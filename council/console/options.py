@@ -101,11 +101,11 @@ def protocol_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--deliberate", choices=("all", "disputed"),
                    help="all: round two on every row; disputed: only on rows whose round one is not unanimous (a "
                         "graded item: some dimension's levels spread by more than one), the others keep their "
-                        "round-one verdict (default: the config's, else all)")
+                        "round-one verdict (default: the config's, else disputed)")
     p.add_argument("--deliberation-audit", type=share, metavar="SHARE",
                    help="with --deliberate disputed: this seeded share of the skipped rows still gets round two, "
                         "never counted; the summary says how many verdicts it would have changed (default: the "
-                        "config's, else 0)")
+                        "config's, else 0.1)")
     p.add_argument("--budget-usd", type=positive, metavar="USD",
                    help="issue no call that would take projected spend over this; the run stays resumable with a "
                         "larger budget (default: the config's, else no budget)")

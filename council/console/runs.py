@@ -192,6 +192,9 @@ def show_row(folder: RunFolder, row: str) -> int:
     else:
         facts.append(("consensus", f"{verdict.get('consensus') or 'none'} (round one: "
                                    f"{verdict.get('consensus_round1') or 'none'})"))
+    if not verdict.get("deliberated", True):
+        facts.append(("round two", "sent as the deliberation audit, never counted" if verdict.get("deliberation_audit")
+                      else "not sent: round one was not disputed, so its consensus stands"))
     if verdict.get("gold_verdict"):
         facts.append(("truth", str(verdict["gold_verdict"])))
     if not verdict.get("graded", True):
@@ -213,6 +216,9 @@ def show_row(folder: RunFolder, row: str) -> int:
         say(title, markup=False)
         for round_ in (1, 2):
             record = records[round_].get(member)
+            if round_ == 2 and record is None and not verdict.get("deliberated", True):
+                say("  round 2: not sent", markup=False)
+                continue
             reason = (record or {}).get("reason") or ""
             changed = ""
             if round_ == 2 and record is not None and records[1].get(member) is not None:

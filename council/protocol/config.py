@@ -144,8 +144,8 @@ class CouncilConfig(_Frozen):
     shadow_self: bool = False  # the excluded own-vendor member also grades round one: recorded, never counted
     vendor_map: dict[str, str] = Field(default_factory=dict)  # model id (or org prefix) -> vendor, wins over rules
     batch_audit: float = Field(default=0.0, ge=0.0, le=1.0)  # share of batched votes re-asked alone
-    deliberate: Literal["all", "disputed"] = "all"  # round two on every row, or only where round one is disputed
-    deliberation_audit: float = Field(default=0.0, ge=0.0, le=1.0)  # share of skipped rows deliberated, uncounted
+    deliberate: Literal["all", "disputed"] = "disputed"  # round two only where round one is disputed, or on every row
+    deliberation_audit: float = Field(default=0.1, ge=0.0, le=1.0)  # share of skipped rows deliberated, uncounted
     seed: int = 0
     judge: JudgeParams = Field(default_factory=JudgeParams)
     timeouts: Timeouts = Field(default_factory=Timeouts)  # every provider call's per-phase HTTP timeouts
@@ -195,12 +195,15 @@ class CouncilConfig(_Frozen):
 
     @classmethod
     def recorded(cls, config: dict, judge_prompt_version: str) -> CouncilConfig:
-        """A run's config as its manifest holds it. A run recorded before ``judge.prompt_version`` existed was
-        sent in the version its manifest names (judge-v2), not today's default: its resume must send the same
-        requests, or it would pay for its round two again."""
+        """A run's config as its manifest holds it. A run recorded before a setting existed keeps what it was
+        run with, not today's default: ``judge.prompt_version`` the version its manifest names (judge-v2), and
+        round two on every row (``deliberate`` all, no audit). Its resume sends the same requests, or it would pay
+        for its round two again, or skip the round two its other rows had."""
         judge = config.get("judge") or {}
         if "prompt_version" not in judge:
             config = {**config, "judge": {**judge, "prompt_version": judge_prompt_version}}
+        if "deliberate" not in config:
+            config = {**config, "deliberate": "all", "deliberation_audit": 0.0}
         return cls.model_validate(config)
 
     @classmethod

@@ -332,12 +332,12 @@ def _verdict(row_id: str, item_id: str, model: str, vendor: str, gold: int, memb
 
 
 def row_verdict(row: ResponseRow, records: Iterable[JudgeCallRecord], roster: list[MemberSpec],
-                self_exclusion: bool, quorum: int, *, refused: bool = False, item: BankItem | None = None,
-                deliberation: Rule | None = None) -> RowVerdict:
+                self_exclusion: bool, quorum: int, *, deliberation: Rule, refused: bool = False,
+                item: BankItem | None = None) -> RowVerdict:
     """One row's verdict from its own records, by the rules of :func:`score` (the record ``verdicts.jsonl``
     will hold for it), so that it can be given out as soon as the row's second round is in. ``item``: the
-    row's bank item (its probe, and its scale if it is graded); ``deliberation``: the run's rule (None: every
-    row deliberates)."""
+    row's bank item (its probe, and its scale if it is graded); ``deliberation``: the run's rule
+    (``Rule.of(config)``; required, as a verdict depends on it)."""
     scale = item.scale if item is not None else None
     members = [m.vendor for m in roster]
     column = {v: j for j, v in enumerate(members)}
@@ -355,7 +355,7 @@ def row_verdict(row: ResponseRow, records: Iterable[JudgeCallRecord], roster: li
             for name, level in (rec.scores or {}).items():
                 if name in dims:
                     levels[0, j, dims[name], rec.round - 1] = level
-    role = row_role(deliberation or Rule(), row.row_id, eligible, answered[:, 0], votes[0, :, 0],
+    role = row_role(deliberation, row.row_id, eligible, answered[:, 0], votes[0, :, 0],
                     levels[0, :, :, 0] if scale is not None else None, scale.names if scale is not None else None)
     if role != "deliberated":  # round one's votes stand in round two's place, as in :func:`build`
         votes[0, :, 1], answered[:, 1], levels[..., 1] = votes[0, :, 0], answered[:, 0], levels[..., 0]

@@ -53,7 +53,8 @@ async def loud_run(tmp_path_factory):
                           record_requests=True)
     try:
         result = await run_council(RunRequest(bank=bank_path, responses=responses, runs_dir=tmp / "runs", run_id="loud",
-                                              backend="local", provider_url=sim.url, config=CouncilConfig()))
+                                              backend="local", provider_url=sim.url,
+                                              config=CouncilConfig(deliberate="all")))  # every row's round two
         yield {"folder": result.run_dir, "requests": list(sim.requests), "rows": rows, "bank": bank_path,
                "runs": tmp / "runs"}
     finally:

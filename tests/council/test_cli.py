@@ -198,12 +198,20 @@ def test_show_a_run(sample, capsys):
 
 def test_show_a_row_by_prefix(sample, capsys):
     _, _, _, runs = sample
-    assert main(["show", "sample", "cal-001::anthropic", "--runs-dir", str(runs)]) == 0
+    verdicts = [orjson.loads(line) for line in (runs / "sample" / "verdicts.jsonl").read_bytes().splitlines()]
+    skipped = next(v["row_id"] for v in verdicts if not v["deliberated"] and not v["deliberation_audit"])
+    assert main(["show", "sample", skipped, "--runs-dir", str(runs)]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("row cal-001::anthropic/claude-haiku-4.5")
-    assert "consensus: " in out and "panel: " in out and "flags: " in out
+    assert "round two: not sent: round one was not disputed" in out and "round 2: not sent" in out
+    assert not re.search(r"^  round 2: (correct|incorrect)", out, re.M)
+    row_id = next(v["row_id"] for v in verdicts if v["deliberated"] and not v["scale"])
+    prefix = row_id[: row_id.index("::") + 4]  # its item and the start of its model: one row
+    assert main(["show", "sample", prefix, "--runs-dir", str(runs)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"row {row_id}")
+    assert "consensus: " in out and "panel: " in out and "flags: " in out and "round two:" not in out
     records = [orjson.loads(line) for line in (runs / "sample" / "round2.jsonl").read_bytes().splitlines()]
-    viewer = next(r for r in records if r["row_id"] == "cal-001::anthropic/claude-haiku-4.5")
+    viewer = next(r for r in records if r["row_id"] == row_id)
     letter, peer = sorted(viewer["peer_letters"].items())[0]
     assert f"{viewer['member']} saw: " in out and f"{letter} = {peer}" in out  # the key, per viewer
     assert re.search(rf"^{peer}.*: seen as .*\b{letter} by {viewer['member']}\b", out, re.M)
@@ -295,7 +303,8 @@ def test_resume_accepts_the_runs_own_options_and_names_one_that_differs(tmp_path
     config = tmp_path / "council.json"
     config.write_bytes(orjson.dumps({"rows_in_flight": 4}))
     line = ["run", "--backend", "local", "--runs-dir", str(runs), "--run-id", "r", "--responses",
-            str(subset(tmp_path, 3)), "--simulate", "--seed", "3", "--quorum", "3", "--config", str(config)]
+            str(subset(tmp_path, 3)), "--simulate", "--seed", "3", "--quorum", "3", "--config", str(config),
+            "--deliberate", "all"]  # round two on every row: a crash loses some of it
     assert main(line) == 0
     folder = runs / "r"
     verdicts = (folder / "verdicts.jsonl").read_bytes()

@@ -64,7 +64,8 @@ def local_cluster():
 
 def request(tmp_path, responses, run_id: str, url: str, **extra) -> RunRequest:
     return RunRequest(bank=bank.SAMPLE_BANK, responses=responses, runs_dir=tmp_path / "runs", run_id=run_id,
-                      provider_url=url, config=CouncilConfig(), **extra)
+                      provider_url=url, config=CouncilConfig(deliberate="all"), **extra)  # both rounds on every
+    # row: work enough left for a lost node or a stop to land mid-run, and a vote count the tests can reason on
 
 
 async def billed(url: str) -> int:

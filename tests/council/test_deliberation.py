@@ -81,7 +81,7 @@ def _majority(votes: list[str | None], quorum: int = 3) -> str:
 
 
 async def test_disputed_sends_round_two_only_where_round_one_is_disputed(tmp_path):
-    result = await grade(tmp_path, subset(tmp_path, 12), deliberate="disputed")
+    result = await grade(tmp_path, subset(tmp_path, 12), deliberate="disputed", deliberation_audit=0.0)
     run = result.run_dir
     verdicts = _verdicts(run)
     round1: dict[str, dict[str, str | None]] = {}
@@ -189,7 +189,7 @@ async def test_a_resumed_disputed_run_ends_with_the_same_verdicts(tmp_path):
 async def test_graded_rows_deliberate_where_some_dimension_spreads_by_more_than_one(tmp_path):
     bank_path, responses = write_world(tmp_path, 8)
     sim = quiet(SimConfig.planted(2), latency_ms=0.0)
-    result = await grade_world(tmp_path, bank_path, responses, sim, deliberate="disputed")
+    result = await grade_world(tmp_path, bank_path, responses, sim, deliberate="disputed", deliberation_audit=0.0)
     names = ("accuracy", "honesty", "clarity")
     verdicts = [RowVerdict.model_validate(v) for v in read(result.run_dir / "verdicts.jsonl")]
     asked = {r["row_id"] for r in read(result.run_dir / "round2.jsonl")}
@@ -205,6 +205,6 @@ async def test_graded_rows_deliberate_where_some_dimension_spreads_by_more_than_
     assert moved == sum(v.deliberated for v in verdicts) * len(verdicts[0].members) * len(names)
 
 
-def test_every_row_deliberates_by_default():
-    assert CouncilConfig().deliberate == "all" and Rule.of(CouncilConfig()).mode == "all"
+def test_disputed_rows_deliberate_by_default_with_a_tenth_audited():
+    assert Rule.of(CouncilConfig()) == Rule("disputed", 0.1, 0)
     assert Rule.of({"seed": 4}) == Rule("all", 0.0, 4)  # a run recorded before the option: every row deliberated

@@ -51,11 +51,21 @@ def check_run_folder(result, n_rows: int) -> None:
     manifest = orjson.loads((folder / "manifest.json").read_bytes())
     rows = {r["row_id"]: r for r in lines(folder / "rows.jsonl")}
     assert len(rows) == n_rows == manifest["rows"]
+    verdicts = {v["row_id"]: v for v in lines(folder / "verdicts.jsonl")}
+    # Round two went where the run's rule sends it: every row (deliberate all), or the disputed rows and the
+    # audited share of the others (disputed); a row that skipped it keeps its round-one consensus.
+    sent = {rid for rid, v in verdicts.items() if v["deliberated"] or v["deliberation_audit"]}
+    if manifest["config"]["deliberate"] == "all":
+        assert sent == set(rows)
+    else:
+        assert sent < set(rows) and all(v["consensus"] == v["consensus_round1"] for v in verdicts.values()
+                                        if not v["deliberated"])
     for round_ in (1, 2):
         records = lines(folder / f"round{round_}.jsonl")
         keys = Counter((r["row_id"], r["member"]) for r in records)
         assert max(keys.values()) == 1  # one record per vote
-        expected = {(rid, vendor) for rid, row in rows.items() for vendor in expected_panel(manifest, row["vendor"])}
+        expected = {(rid, vendor) for rid, row in rows.items() for vendor in expected_panel(manifest, row["vendor"])
+                    if round_ == 1 or rid in sent}
         assert set(keys) == expected  # every panel member, and no judge of the row's own vendor
         for r in records:
             assert r["round"] == round_ and r["judge_prompt_version"] == manifest["judge_prompt_version"]
@@ -64,7 +74,6 @@ def check_run_folder(result, n_rows: int) -> None:
             assert r["request"]["model"] == r["judge_model"] and len(r["request_key"]) == 32
             assert r["ok"] == (r["verdict"] is not None)
             assert r["raw_outputs"]  # the raw output is kept, parsed or not
-    verdicts = lines(folder / "verdicts.jsonl")
     assert len(verdicts) == n_rows
     summary = orjson.loads((folder / "summary.json").read_bytes())
     for key in ("deliberation_impact", "agreement_lift", "consensus_flip_rate", "unanimity_lift", "models"):
@@ -259,7 +268,9 @@ def test_sim_command_and_provider_url(tmp_path):
         with urllib.request.urlopen(url + "/sim/stats", timeout=5) as resp:
             stats = orjson.loads(resp.read())
         billed = sum(v["billed"] for v in stats["vendors"].values())
-        assert billed >= len(lines(tmp_path / "runs" / "p" / "round1.jsonl")) * 2 - 1  # both rounds went there
+        sent = [r for k in (1, 2) for r in lines(tmp_path / "runs" / "p" / f"round{k}.jsonl")]
+        assert any(r["round"] == 2 for r in sent)
+        assert billed >= len({r["request_id"] for r in sent})  # every request of both rounds went there
     finally:
         proc.terminate()
         proc.wait(timeout=10)

@@ -79,7 +79,11 @@ def test_judge_v3_keeps_round_one_s_keys_and_has_its_own_round_two_hashes():
 def test_an_older_run_resumes_in_the_version_its_manifest_names():
     old = CouncilConfig().model_dump(mode="json")
     del old["judge"]["prompt_version"]  # a manifest written before the field existed
-    assert CouncilConfig.recorded(old, "judge-v2").judge.prompt_version == "judge-v2"
+    del old["deliberate"], old["deliberation_audit"]
+    older = CouncilConfig.recorded(old, "judge-v2")
+    assert older.judge.prompt_version == "judge-v2"
+    assert (older.deliberate, older.deliberation_audit) == ("all", 0.0)  # round two on every row, as it was run
+    assert (CouncilConfig().deliberate, CouncilConfig().deliberation_audit) == ("disputed", 0.1)
     assert CouncilConfig().judge.prompt_version == V3  # new runs: the follow-up layout
     kept = CouncilConfig(judge={"prompt_version": "judge-v2"}).model_dump(mode="json")
     assert CouncilConfig.recorded(kept, V3).judge.prompt_version == "judge-v2"  # a field present is kept

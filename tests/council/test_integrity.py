@@ -126,7 +126,7 @@ async def integrity(tmp_path_factory):
     try:
         result = await run_council(RunRequest(bank=bank_path, responses=responses, runs_dir=tmp / "runs", run_id="r",
                                               backend="local", provider_url=sim.url,
-                                              config=CouncilConfig(vendors=limits)))
+                                              config=CouncilConfig(vendors=limits, deliberate="all")))  # every row's round two
         yield {"result": result, "requests": sim.requests, "stats": await sim.stats(), "tmp": tmp,
                "bank": bank_path, "responses": responses, "url": sim.url, "rows": rows}
     finally:

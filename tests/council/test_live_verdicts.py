@@ -7,6 +7,7 @@ import orjson
 
 import bank
 from council.protocol.config import CouncilConfig
+from council.protocol.deliberation import Rule
 from council.run.runner import RunHooks, RunRequest, run_council
 from council.core.schema import RowVerdict
 from council.scoring.scoring import row_verdict
@@ -29,6 +30,7 @@ async def test_live_verdicts_equal_the_scored_ones(tmp_path):
 
     def graded(row, records, refused):
         live[row.row_id] = row_verdict(row, records, config.roster, config.self_exclusion, config.quorum,
+                                       deliberation=Rule.of(config),
                                        refused=refused, item=items[row.item_id])
 
     result = await run_council(RunRequest(bank=bank.SAMPLE_BANK, responses=responses, runs_dir=tmp_path / "runs",

@@ -14,6 +14,7 @@ from council.core.errors import InputError
 from council.core.schema import BankItem, JudgeCallRecord, ResponseRow, RowVerdict, Scale
 from council.protocol.anonymise import Anonymiser
 from council.protocol.config import CouncilConfig, VendorSettings
+from council.protocol.deliberation import Rule
 from council.protocol.panels import peers_for
 from council.protocol.parsing import read_scores
 from council.protocol.prompts import round2_body, single_messages
@@ -210,6 +211,7 @@ async def test_live_verdicts_of_graded_rows_equal_the_scored_ones(tmp_path):
 
     def graded(row, records, refused):
         live[row.row_id] = row_verdict(row, records, config.roster, config.self_exclusion, config.quorum,
+                                       deliberation=Rule.of(config),
                                        refused=refused, item=items[row.item_id])
 
     sim_path = tmp_path / "sim.json"

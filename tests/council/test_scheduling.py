@@ -115,7 +115,7 @@ async def test_settles_on_a_provider_limit_lower_than_configured(headers):
 
 async def test_estimate_matches_what_the_run_sends(tmp_path):
     responses = subset(tmp_path, 8)
-    config = CouncilConfig()  # no limits: batch size 1
+    config = CouncilConfig(deliberate="all")  # no limits: batch size 1; round two on every row, as estimated
     items = {i.id: i for i in bank.load_bank(bank.SAMPLE_BANK)}
     est = estimate(config, items, bank.load_responses(responses, list(items.values())))
     result = await grade(tmp_path, "est", responses, sim_file(tmp_path, "est"), config)

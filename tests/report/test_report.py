@@ -35,9 +35,10 @@ from tests.elicitor.test_elicit_run import MODELS, small_bank
 
 PRICED = {v: {"price_in_per_mtok": 3.0, "price_out_per_mtok": 15.0}
           for v in ("anthropic", "google", "openai", "alibaba", "deepseek", "mistral")}
-BINARY_FIGURES = {"fig-leaderboard", "fig-rules", "fig-flips", "fig-agreement-round1", "fig-agreement-round2"}
+BINARY_FIGURES = {"fig-leaderboard", "fig-rules", "fig-agreement-round1", "fig-agreement-round2"}
 SCALE_FIGURES = {"fig-scale-quality", "fig-scale-quality-agreement"}
-FIGURES = {  # every run of the kind has these; fig-herding and fig-quota depend on what happened (see expected)
+FIGURES = {  # every run of the kind has these; fig-flips, fig-herding and fig-quota depend on what happened (see
+    # expected)
     "binary": BINARY_FIGURES,
     "graded": SCALE_FIGURES | {"fig-crossjudge-meta-llama-llama-3-1-405b-instruct"},
     "mixed": BINARY_FIGURES | SCALE_FIGURES | {"fig-crossjudge-single-google"},
@@ -68,7 +69,7 @@ async def runs(tmp_path_factory) -> dict[str, Path]:
         return result.run_dir
 
     (tmp / "b").mkdir()
-    await run("binary", bank=bank.SAMPLE_BANK, responses=subset(tmp / "b", 8), config=CouncilConfig())
+    await run("binary", bank=bank.SAMPLE_BANK, responses=subset(tmp / "b", 8), config=CouncilConfig(deliberate="all"))
     for name, graded, judge in (("graded", "all", "meta-llama/llama-3.1-405b-instruct"), ("mixed", "half", "single:google")):
         folder = tmp / name
         folder.mkdir()
@@ -82,13 +83,16 @@ async def runs(tmp_path_factory) -> dict[str, Path]:
 
 
 def expected(kind: str, folder: Path) -> set[str]:
-    """The figures of a run of ``kind``: fig-herding when some member changed a vote, fig-quota when
-    quota_stats.json has a timeline of at least MIN_TIMELINE_BUCKETS intervals."""
+    """The figures of a run of ``kind``: fig-flips when some correct / incorrect row deliberated with a member
+    valid in both rounds, fig-herding when some member changed a vote, fig-quota when quota_stats.json has a
+    timeline of at least MIN_TIMELINE_BUCKETS intervals."""
     summary = orjson.loads((folder / "summary.json").read_bytes())
     quota = orjson.loads((folder / "quota_stats.json").read_bytes())
     flips = sum(f[k] for f in summary["herding"]["flips"].values() for k in ("conforming", "dissenting", "unaligned"))
+    moved = sum(m["valid_both"] for m in summary.get("member_flips", {}).values())
     drawn = any(len(v.get("timeline", {}).get("t", [])) >= MIN_TIMELINE_BUCKETS for v in quota.values())
-    return FIGURES[kind] | ({"fig-herding"} if flips else set()) | ({"fig-quota"} if drawn else set())
+    return (FIGURES[kind] | ({"fig-flips"} if moved else set()) | ({"fig-herding"} if flips else set())
+            | ({"fig-quota"} if drawn else set()))
 
 
 def figure_ids(page: str) -> set[str]:
