@@ -78,7 +78,7 @@ class JudgeActor:
         limiter = Limiter(RayLedger(member.vendor, settings.limits), f"judge:{member.vendor}:{os.getpid()}",
                           concurrency=settings.concurrency, seed=seed)
         self._judge = Judge(member, endpoint, params, limiter=limiter, max_batch=settings.max_batch, seed=seed,
-                            prices=prices)
+                            prices=prices, cache_breakpoints=settings.cache_breakpoints)
 
     async def grade_batch(self, tasks: list[JudgeTask]) -> list[JudgeCallRecord | BaseException]:
         return await self._judge.grade_batch(tasks)

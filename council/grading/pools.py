@@ -67,7 +67,7 @@ class LocalPool:
         self.judges = {
             m.vendor: Judge(m, endpoints[m.vendor], config.judge, limiter=limiters[m.vendor],
                             max_batch=config.settings(m.vendor).max_batch, seed=config.seed,
-                            prices=_judge_prices(config, m.vendor))
+                            prices=_judge_prices(config, m.vendor), cache_breakpoints=config.settings(m.vendor).cache_breakpoints)
             for m in config.roster
         }
         self.elicitors = {

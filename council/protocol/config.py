@@ -97,6 +97,9 @@ class VendorSettings(_Frozen):
     price_in_per_mtok: float = Field(default=0.0, ge=0.0)
     price_out_per_mtok: float = Field(default=0.0, ge=0.0)
     context_tokens: int = Field(default=128_000, ge=1024)  # the judge's context window: longer prompts are refused
+    # mark cache breakpoints, for providers that cache only where a request marks it: Anthropic models, directly or
+    # through OpenRouter (council.transport.client.marked)
+    cache_breakpoints: bool = False
 
     @property
     def limits(self) -> Limits:

@@ -212,6 +212,9 @@ COMMENTS: dict[str, str] = {
                                  "genai-prices table's price)",
     "vendors.price_out_per_mtok": "USD per million output tokens (0 for both: unset, the table's price)",
     "vendors.context_tokens": "the judge's context window: a longer prompt is refused before any call",
+    "vendors.cache_breakpoints": "mark cache breakpoints (the system prompt, round one's prompt), for providers "
+                                 "that cache only where a request marks it: Anthropic models, directly or through "
+                                 "OpenRouter",
 }
 """One line per field (``table.field`` inside a table), for :func:`example_toml`."""
 

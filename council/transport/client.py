@@ -13,6 +13,10 @@ Failures come in two kinds:
 
 Every message is one line that starts with ``<vendor>: <base URL>: `` and never holds the API key or an
 ``Authorization`` header (the URL is shown without credentials or query string).
+
+A vendor that caches prompts only where a request marks it (Anthropic's models, directly or through OpenRouter
+or LiteLLM) gets its cache breakpoints marked when the client is built with ``cache_breakpoints``
+(:func:`marked`).
 """
 
 from __future__ import annotations
@@ -96,13 +100,15 @@ def _duration_s(text: str | None) -> float | None:
 
 class ChatClient:
     """Chat completions against one OpenAI-compatible endpoint, for one vendor (``vendor`` names it in
-    error messages). Create and use inside one event loop."""
+    error messages). Create and use inside one event loop. With ``cache_breakpoints`` every request is sent
+    with its cache breakpoints marked (:func:`marked`)."""
 
     def __init__(self, endpoint: Endpoint, *, seed: int | None = None, limiter: Limiter | None = None,
-                 vendor: str = "") -> None:
+                 vendor: str = "", cache_breakpoints: bool = False) -> None:
         self.endpoint = endpoint
         self.limiter = limiter
         self.vendor = vendor
+        self.cache_breakpoints = cache_breakpoints
         self._session: aiohttp.ClientSession | None = None
         self._rng = random.Random(seed)
         self._url = endpoint.base_url + "/chat/completions"
@@ -155,7 +161,8 @@ class ChatClient:
         what it cost. Raises :class:`ProviderUnavailable` at once on a permanent failure or an open
         breaker, :class:`ProviderError` when the transient faults outlast the attempts."""
         body: dict[str, Any] = {
-            "model": model, "messages": messages, "temperature": temperature, "max_tokens": max_tokens,
+            "model": model, "messages": marked(messages) if self.cache_breakpoints else messages,
+            "temperature": temperature, "max_tokens": max_tokens,
         }
         if response_format is not None:
             body["response_format"] = response_format
@@ -287,6 +294,29 @@ class ChatClient:
     def _clean(self, text: str) -> str:
         """Provider text fit for a one-line message: no line breaks, no secret, at most 300 characters."""
         return one_line(text, self._secret)
+
+
+def marked(messages: list[dict[str, str]]) -> list[dict[str, Any]]:
+    """``messages`` with two cache breakpoints marked, for a provider that caches only up to a content block
+    marked ``cache_control`` (and only when the whole prefix up to it is identical to an earlier request's):
+    the system message, which every request of a run shares, and the user message that ends round one's prompt
+    (the last user message before the first assistant message, or the last one when there is none), which a
+    judge-v3 round two (and a repair) repeats after it. Round one's request marks that message as it is written,
+    so round two's prefix up to the breakpoint is the same bytes. A marked message is sent as one text part,
+    ``[{"type": "text", "text": ..., "cache_control": {"type": "ephemeral"}}]``; every other message, and a
+    content that is not a string, is sent as it is. Two breakpoints, within the four a request may mark."""
+    roles = [m.get("role") for m in messages]
+    first_reply = roles.index("assistant") if "assistant" in roles else len(messages)
+    users = [i for i in range(first_reply) if roles[i] == "user"]
+    marks = {i for i, role in enumerate(roles) if role == "system"} | set(users[-1:])
+    out: list[dict[str, Any]] = []
+    for i, message in enumerate(messages):
+        content = message.get("content")
+        if i in marks and isinstance(content, str):
+            part = {"type": "text", "text": content, "cache_control": {"type": "ephemeral"}}
+            message = {**message, "content": [part]}
+        out.append(message)
+    return out
 
 
 def _unavailable(exc: ProviderUnavailable, last: ProviderError) -> ProviderUnavailable:

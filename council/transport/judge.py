@@ -78,14 +78,14 @@ class _Call:
 class Judge:
     def __init__(
         self, member: MemberSpec, endpoint: Endpoint, params: JudgeParams, *, limiter: Limiter | None = None,
-        max_batch: int = 1, seed: int = 0, prices: tuple[float, ...] = (0.0, 0.0),
+        max_batch: int = 1, seed: int = 0, prices: tuple[float, ...] = (0.0, 0.0), cache_breakpoints: bool = False,
     ) -> None:
         self.member = member
         self.params = params
         self.max_batch = max_batch
         self.prices = prices  # USD per million input and output tokens
         self.limiter = limiter or Limiter(LocalLedger(QuotaLedger(Limits())), f"judge:{member.vendor}")
-        self.client = ChatClient(endpoint, seed=seed, limiter=self.limiter, vendor=member.vendor)
+        self.client = ChatClient(endpoint, seed=seed, limiter=self.limiter, vendor=member.vendor, cache_breakpoints=cache_breakpoints)
         self._queues: dict[int, deque[tuple[JudgeTask, asyncio.Future[JudgeCallRecord]]]] = {1: deque(), 2: deque()}
         self._work = asyncio.Event()
         self._pump_task: asyncio.Task[None] | None = None
