@@ -107,6 +107,12 @@ class VendorBehaviour(BaseModel):
     """The shortest prompt that is cached, and the least a hit serves, in tokens."""
     prompt_cache_block_tokens: int = Field(default=128, ge=1)
     """Cached tokens come in whole blocks of this many tokens."""
+    prompt_cache_breakpoints: bool = False
+    """Cache only at marked breakpoints, as Anthropic documents it (``council.sim._cache``): a prefix ending at a
+    content part marked ``cache_control: {"type": "ephemeral"}`` (at most 4 a request; more is a 400) and of at
+    least ``prompt_cache_min_tokens`` is cached, and a later request is served the longest cached one ending at one
+    of its own breakpoints, all of it (``prompt_cache_block_tokens`` does not apply); a request that marks nothing
+    is served nothing. The usage also gives ``prompt_tokens_details.cache_write_tokens``, as OpenRouter does."""
 
     # Graded items (a bank ``scale``; the rules are in ``council.sim._grading``). The defaults change nothing
     # for correct / incorrect items, and give an unbiased judge on graded ones.

@@ -6,6 +6,10 @@ answer, as a model under test (see ``council.sim._eliciting``); both draw on the
 Routes: ``POST /v1/chat/completions``, ``GET /v1/models`` (both need ``Authorization: Bearer <anything>``),
 and the unauthenticated test hooks ``GET /v1/sim/stats`` and ``POST /v1/sim/reset``.
 
+A message's ``content`` is a string or, as the chat API allows, a list of text parts (read as their texts run
+together; any other part type is a 400). A part may carry ``cache_control: {"type": "ephemeral"}``: a vendor
+with ``prompt_cache_breakpoints`` caches at those breakpoints only (``council.sim._cache``), the others ignore it.
+
 Who made which model is the simulated world's (``council.sim._world`` plus ``SimConfig.world``), never the
 council's: a chat request for a model the world does not know is answered 404 ``model_not_found`` in the
 OpenAI error shape, and ``GET /v1/models`` lists every model of the world with its vendor as ``owned_by``.
@@ -62,7 +66,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from council.sim._cache import PrefixCache
+from council.sim._cache import Breakpoint, BreakpointCache, PrefixCache
 from council.sim._config import ModelBehaviour, SimConfig, VendorBehaviour
 from council.sim._eliciting import elicit, record_truth, sent_record
 from council.sim._judging import Message, decide
@@ -77,6 +81,7 @@ _STAT_KEYS = (
     "stalls", "resets", "bad_bodies", "slow_answers", "storm_429s", "cached_tokens",
 )
 _RESPONSE_FORMATS = frozenset({"text", "json_object", "json_schema"})
+MAX_BREAKPOINTS = 4  # cache_control blocks a request may mark, at a vendor caching at breakpoints (Anthropic's limit)
 
 
 class _ModelStats:
@@ -111,6 +116,7 @@ class _State:
         self.world = config.catalogue
         self.quota = QuotaBook(config, clock)
         self.prompt_cache = PrefixCache(clock)
+        self.breakpoint_cache = BreakpointCache(clock)
         self.clock = clock
         self.first_seen: dict[str, float] = {}  # vendor -> time of its first chat request (429 storms)
         self.models: dict[str, _Model] = {}
@@ -257,26 +263,41 @@ class _BadBody(Exception):
         self.param = param
 
 
-def _content_text(content: Any, i: int) -> str:
+def _content_text(content: Any, i: int) -> tuple[str, list[int]]:
+    """A message's content as the model reads it (a list of text parts is their texts run together), and where
+    in it each part marked ``cache_control`` ends (characters from its start)."""
     if isinstance(content, str):
-        return content
+        return content, []
     if content is None:
-        return ""
-    if isinstance(content, list):  # content parts: keep the text ones
-        parts = []
-        for part in content:
-            if not isinstance(part, dict):
-                raise _BadBody(f"messages[{i}].content parts must be objects", f"messages[{i}].content")
-            if part.get("type") == "text":
-                text = part.get("text")
-                if not isinstance(text, str):
-                    raise _BadBody(f"messages[{i}].content text part needs a string 'text'", f"messages[{i}].content")
-                parts.append(text)
-        return "".join(parts)
-    raise _BadBody(f"messages[{i}].content must be a string or a list of content parts", f"messages[{i}].content")
+        return "", []
+    where = f"messages[{i}].content"
+    if not isinstance(content, list):
+        raise _BadBody(f"{where} must be a string or a list of content parts", where)
+    text, marks = "", []
+    for j, part in enumerate(content):
+        if not isinstance(part, dict):
+            raise _BadBody(f"{where} parts must be objects", where)
+        if part.get("type") != "text":
+            raise _BadBody(f"{where}[{j}].type: the embedded provider reads text parts only, not {part.get('type')!r}",
+                           where)
+        if not isinstance(part.get("text"), str):
+            raise _BadBody(f"{where}[{j}]: a text part needs a string 'text'", where)
+        text += part["text"]
+        if "cache_control" in part:
+            _check_cache_control(part["cache_control"], f"{where}[{j}].cache_control")
+            marks.append(len(text))
+    return text, marks
 
 
-def _parse_body(raw: bytes) -> tuple[str, list[Message], int | None]:
+def _check_cache_control(value: Any, where: str) -> None:
+    if not isinstance(value, dict) or value.get("type") != "ephemeral":
+        raise _BadBody(f"{where}: the type must be 'ephemeral'", where)
+    if value.get("ttl", "5m") != "5m":
+        raise _BadBody(f"{where}.ttl: the embedded provider keeps a cached prefix 5m (prompt_cache_ttl_s)", where)
+
+
+def _parse_body(raw: bytes) -> tuple[str, list[Message], int | None, list[Breakpoint]]:
+    """The model, the messages as ``(role, text)``, the output bound and the cache breakpoints marked."""
     try:
         body = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
@@ -290,10 +311,13 @@ def _parse_body(raw: bytes) -> tuple[str, list[Message], int | None]:
     if not isinstance(msgs, list) or not msgs:
         raise _BadBody("'messages' must be a non-empty array", "messages")
     messages: list[Message] = []
+    breakpoints: list[Breakpoint] = []
     for i, m in enumerate(msgs):
         if not isinstance(m, dict) or not isinstance(m.get("role"), str):
             raise _BadBody(f"messages[{i}] must be an object with a string 'role'", f"messages[{i}]")
-        messages.append((m["role"], _content_text(m.get("content"), i)))
+        text, marks = _content_text(m.get("content"), i)
+        messages.append((m["role"], text))
+        breakpoints += [(i, chars) for chars in marks]
     temperature = body.get("temperature")
     if temperature is not None and (isinstance(temperature, bool) or not isinstance(temperature, (int, float))):
         raise _BadBody("'temperature' must be a number", "temperature")
@@ -310,7 +334,7 @@ def _parse_body(raw: bytes) -> tuple[str, list[Message], int | None]:
             raise _BadBody("'response_format.json_schema' must be an object", "response_format")
     if body.get("stream"):
         raise _BadBody("streaming is not supported by the embedded provider", "stream")
-    return model, messages, max_tokens
+    return model, messages, max_tokens, breakpoints
 
 
 # ---- handlers ------------------------------------------------------------------------------------------
@@ -321,13 +345,16 @@ async def _chat(request: web.Request) -> web.StreamResponse:
     if not _authorized(request):
         return _error(*_UNAUTHORIZED)
     try:
-        model_id, messages, max_tokens = _parse_body(await request.read())
+        model_id, messages, max_tokens, breakpoints = _parse_body(await request.read())
     except _BadBody as exc:
         return _bad_request(str(exc), exc.param)
     model = st.model(model_id)
     if model is None:
         return _model_not_found(model_id)
     b = model.behaviour
+    if b.prompt_cache_breakpoints and len(breakpoints) > MAX_BREAKPOINTS:
+        return _bad_request(f"A maximum of {MAX_BREAKPOINTS} blocks with cache_control may be provided. "
+                            f"Found {len(breakpoints)}.", "messages")
     stats = model.stats
     stats.requests += 1
 
@@ -415,7 +442,12 @@ async def _chat(request: web.Request) -> web.StreamResponse:
         "completion_tokens": completion_tokens,
         "total_tokens": prompt_tokens + completion_tokens,
     }
-    if b.prompt_cache_ttl_s > 0:
+    if b.prompt_cache_ttl_s > 0 and b.prompt_cache_breakpoints:
+        cached, written = st.breakpoint_cache.serve(model_id, messages, breakpoints,
+                                                    min_tokens=b.prompt_cache_min_tokens, ttl_s=b.prompt_cache_ttl_s)
+        stats.cached_tokens += cached
+        usage["prompt_tokens_details"] = {"cached_tokens": cached, "cache_write_tokens": written}
+    elif b.prompt_cache_ttl_s > 0:
         cached = st.prompt_cache.serve(model_id, messages, prompt_tokens, min_tokens=b.prompt_cache_min_tokens,
                                        block_tokens=b.prompt_cache_block_tokens, ttl_s=b.prompt_cache_ttl_s)
         stats.cached_tokens += cached
