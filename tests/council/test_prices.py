@@ -134,3 +134,19 @@ def test_prompt_tokens_the_provider_served_from_its_cache_cost_the_cache_read_ra
         assert r["cost_usd"] == pytest.approx(paid(r, manifest["prices"][r["judge_model"]]), rel=1e-6, abs=1e-9)
     price = manifest["prices"][cached[0]["judge_model"]]
     assert price["cache_read_mtok"] < price["input_mtok"]  # so the cached tokens were paid for at less
+
+
+def test_a_hand_worked_vote_with_cached_tokens():
+    """gpt-5 in the table: $1.25 per million input tokens, $0.125 read from the cache, $10 output (genai-prices
+    0.2.3). A round-two vote of 3,000 prompt tokens, 2,048 of them served from the cache, and a 40-token answer:
+    952 x 1.25 + 2,048 x 0.125 + 40 x 10 = 1,190 + 256 + 400 = 1,846 millionths of a dollar."""
+    from council.core.schema import Usage
+
+    rates = CouncilConfig().rates_for("openai/gpt-5", "openai")
+    if version("genai-prices") == "0.2.3":
+        assert rates == pytest.approx((1.25, 10.0, 0.125))
+    usage = Usage(prompt_tokens=3000, cached_tokens=2048, completion_tokens=40, total_tokens=3040)
+    assert usage.cost_usd(1.25, 10.0, 0.125) == pytest.approx(0.001846, abs=1e-12)
+    assert usage.cost_usd(*rates) == pytest.approx(
+        genai_usd("gpt-5", "openai", input_tokens=3000, cache_read_tokens=2048, output_tokens=40), rel=1e-9)
+    assert usage.cost_usd(1.25, 10.0) == pytest.approx(0.00415, abs=1e-12)  # no cache rate: all input, 3,000 x 1.25
