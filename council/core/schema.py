@@ -144,6 +144,7 @@ class Usage(_Strict):
     total_tokens: int = 0
     reasoning_tokens: int = 0
     cached_tokens: int = 0  # of prompt_tokens, served from the provider's prompt cache (prompt_tokens_details)
+    cache_write_tokens: int = 0  # of prompt_tokens, written to the cache at a breakpoint (billed at its own rate)
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -152,16 +153,19 @@ class Usage(_Strict):
             total_tokens=self.total_tokens + other.total_tokens,
             reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
             cached_tokens=self.cached_tokens + other.cached_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
         )
 
     def cost_usd(self, price_in_per_mtok: float, price_out_per_mtok: float,
-                 price_cached_per_mtok: float | None = None) -> float:
+                 price_cached_per_mtok: float | None = None, price_write_per_mtok: float | None = None) -> float:
         """USD at these prices per million tokens; cached prompt tokens at ``price_cached_per_mtok`` (the cache-read
-        rate; None: the input rate)."""
+        rate) and tokens written to the cache at ``price_write_per_mtok`` (the cache-write rate; None: the input
+        rate, for either)."""
         cached_rate = price_in_per_mtok if price_cached_per_mtok is None else price_cached_per_mtok
-        fresh = self.prompt_tokens - self.cached_tokens
+        write_rate = price_in_per_mtok if price_write_per_mtok is None else price_write_per_mtok
+        fresh = self.prompt_tokens - self.cached_tokens - self.cache_write_tokens
         return round((fresh * price_in_per_mtok + self.cached_tokens * cached_rate
-                      + self.completion_tokens * price_out_per_mtok) / 1e6, 9)
+                      + self.cache_write_tokens * write_rate + self.completion_tokens * price_out_per_mtok) / 1e6, 9)
 
 
 class RequestParams(_Strict):

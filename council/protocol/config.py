@@ -179,17 +179,18 @@ class CouncilConfig(_Frozen):
 
     def price_for(self, model: str, vendor: str) -> tuple[float, float]:
         """USD per million input and output tokens (of :meth:`rates_for`); (0, 0) for an unpriced model."""
-        price_in, price_out, _ = self.rates_for(model, vendor)
+        price_in, price_out, *_ = self.rates_for(model, vendor)
         return price_in, price_out
 
-    def rates_for(self, model: str, vendor: str) -> tuple[float, float, float]:
-        """USD per million input, output and cached input tokens (:meth:`price`; the cache-read rate, else the
-        input rate, as for a price the config sets); zeros for an unpriced model."""
+    def rates_for(self, model: str, vendor: str) -> tuple[float, float, float, float]:
+        """USD per million input, output, cache-read and cache-write input tokens (:meth:`price`; a cache rate
+        the price lacks is the input rate, as for a price the config sets); zeros for an unpriced model."""
         price = self.price(model, vendor)
         if price is None:
-            return 0.0, 0.0, 0.0
-        cached = price.input_mtok if price.cache_read_mtok is None else price.cache_read_mtok
-        return price.input_mtok, price.output_mtok, cached
+            return 0.0, 0.0, 0.0, 0.0
+        read = price.input_mtok if price.cache_read_mtok is None else price.cache_read_mtok
+        write = price.input_mtok if price.cache_write_mtok is None else price.cache_write_mtok
+        return price.input_mtok, price.output_mtok, read, write
 
     def prices(self, models: list[str] = ()) -> dict[str, Price | None]:
         """The price of every judge model and model under test (``None``: unpriced), by model id."""

@@ -147,7 +147,7 @@ class _Load:
     requests: tuple[int, int]  # round one, round two
     input_tokens: tuple[int, int]
     cacheable_tokens: int  # of round two's input
-    rates: tuple[float, float, float]  # USD per million input, output, cache-read tokens
+    rates: tuple[float, ...]  # USD per million input, output, cache-read and cache-write tokens
     elicit: tuple[int, int, int, float] = (0, 0, 0, 0.0)  # requests, tokens in, tokens out, cost
     limits: tuple[float, float] = (0.0, 0.0)  # rpm, tpm
 
@@ -227,7 +227,7 @@ def _loads(config: CouncilConfig, items: dict[str, BankItem], rows: list[Respons
         out.append(_Load(vendor=vendor, judge_model=member.judge_model if member else None, rows=len(mine),
                          batch_size=k, requests=(requests[0], requests[1]), input_tokens=(tokens[0], tokens[1]),
                          cacheable_tokens=cacheable,
-                         rates=config.rates_for(member.judge_model, vendor) if member else (0.0, 0.0, 0.0),
+                         rates=config.rates_for(member.judge_model, vendor) if member else (0.0, 0.0, 0.0, 0.0),
                          elicit=tuple(elicit), limits=(settings.rpm, settings.tpm)))
     return out
 
@@ -271,7 +271,7 @@ def _vendor(load: _Load, share: float) -> VendorEstimate:
         cost_cached_by_round_usd={k: round(v, 6) for k, v in cost_cached.items()})
 
 
-def _usd(tokens_in: int, tokens_out: int, cached: int, rates: tuple[float, float, float]) -> float:
+def _usd(tokens_in: int, tokens_out: int, cached: int, rates: tuple[float, ...]) -> float:
     """USD for ``tokens_in`` input tokens, ``cached`` of them read from the cache, and ``tokens_out`` output."""
     return ((tokens_in - cached) * rates[0] + tokens_out * rates[1] + cached * rates[2]) / 1e6
 

@@ -411,6 +411,7 @@ def _result(raw: bytes, attempts: int, latency_s: float) -> ChatResult:
         choice = data["choices"][0]
         content = choice["message"].get("content")
         usage = data.get("usage") or {}
+        details = usage.get("prompt_tokens_details") or {}
         return ChatResult(
             content=content if isinstance(content, str) else None,
             finish_reason=choice.get("finish_reason"),
@@ -419,7 +420,8 @@ def _result(raw: bytes, attempts: int, latency_s: float) -> ChatResult:
                 completion_tokens=int(usage.get("completion_tokens") or 0),
                 total_tokens=int(usage.get("total_tokens") or 0),
                 reasoning_tokens=int((usage.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0),
-                cached_tokens=int((usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0),
+                cached_tokens=int(details.get("cached_tokens") or 0),
+                cache_write_tokens=int(details.get("cache_write_tokens") or 0),  # OpenRouter's name for it
             ),
             attempts=attempts,
             latency_s=latency_s,

@@ -83,7 +83,7 @@ class Judge:
         self.member = member
         self.params = params
         self.max_batch = max_batch
-        self.prices = prices  # USD per million input and output tokens
+        self.prices = prices  # USD per million input, output, cache-read and cache-write tokens
         self.limiter = limiter or Limiter(LocalLedger(QuotaLedger(Limits())), f"judge:{member.vendor}")
         self.client = ChatClient(endpoint, seed=seed, limiter=self.limiter, vendor=member.vendor, cache_breakpoints=cache_breakpoints)
         self._queues: dict[int, deque[tuple[JudgeTask, asyncio.Future[JudgeCallRecord]]]] = {1: deque(), 2: deque()}

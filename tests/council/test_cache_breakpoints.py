@@ -9,6 +9,7 @@ import contextlib
 import json
 
 import orjson
+import pytest
 from aiohttp import web
 
 import bank
@@ -21,6 +22,7 @@ from council.sim import SimConfig
 from council.transport.client import ChatClient
 from tests.council.test_end_to_end import lines, subset
 from tests.council.test_followup_layout import item, row
+from tests.council.test_prices import genai_usd
 
 ANTHROPIC = "anthropic"
 OK_BODY = {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
@@ -124,3 +126,14 @@ def test_a_judge_v3_run_serves_anthropic_s_round_two_from_the_cache_only_with_br
         assert others and sum(r["usage"]["cached_tokens"] > 0 for r in others) > len(others) / 2
     cost = {on: sum(r["cost_usd"] for r in anthropic(on, 2)) for on in runs}
     assert cost[True] < cost[False]
+    # What the provider wrote to its cache is reported (OpenRouter's cache_write_tokens) and paid at the
+    # table's cache-write rate: each of anthropic's votes costs what genai-prices says for its usage.
+    written = [r for k in (1, 2) for r in anthropic(True, k) if r["usage"]["cache_write_tokens"]]
+    assert written and all(r["usage"]["cache_write_tokens"] >= 1024 for r in written)
+    assert not any(r["usage"]["cache_write_tokens"] for k in (1, 2) for r in anthropic(False, k))
+    for r in (r for k in (1, 2) for r in anthropic(True, k)):
+        u = r["usage"]
+        assert r["cost_usd"] == pytest.approx(genai_usd(
+            r["judge_model"].split("/", 1)[1], "anthropic", input_tokens=u["prompt_tokens"],
+            output_tokens=u["completion_tokens"], cache_read_tokens=u["cached_tokens"],
+            cache_write_tokens=u["cache_write_tokens"]), rel=1e-6, abs=1e-9)

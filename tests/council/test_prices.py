@@ -144,9 +144,24 @@ def test_a_hand_worked_vote_with_cached_tokens():
 
     rates = CouncilConfig().rates_for("openai/gpt-5", "openai")
     if version("genai-prices") == "0.2.3":
-        assert rates == pytest.approx((1.25, 10.0, 0.125))
+        assert rates == pytest.approx((1.25, 10.0, 0.125, 1.25))  # no cache-write rate listed: the input rate
     usage = Usage(prompt_tokens=3000, cached_tokens=2048, completion_tokens=40, total_tokens=3040)
     assert usage.cost_usd(1.25, 10.0, 0.125) == pytest.approx(0.001846, abs=1e-12)
     assert usage.cost_usd(*rates) == pytest.approx(
         genai_usd("gpt-5", "openai", input_tokens=3000, cache_read_tokens=2048, output_tokens=40), rel=1e-9)
     assert usage.cost_usd(1.25, 10.0) == pytest.approx(0.00415, abs=1e-12)  # no cache rate: all input, 3,000 x 1.25
+
+
+def test_a_hand_worked_vote_that_wrote_to_the_cache():
+    """claude-sonnet-4.5 in the table: $3 input, $3.75 written to the cache, $0.30 read, $15 output (genai-prices
+    0.2.3). A round-one vote of 3,000 prompt tokens, 2,048 of them written at its breakpoint, and 40 out:
+    952 x 3 + 2,048 x 3.75 + 40 x 15 = 2,856 + 7,680 + 600 = 11,136 millionths of a dollar."""
+    from council.core.schema import Usage
+
+    rates = CouncilConfig().rates_for("anthropic/claude-sonnet-4.5", "anthropic")
+    if version("genai-prices") == "0.2.3":
+        assert rates == pytest.approx((3.0, 15.0, 0.3, 3.75))
+    usage = Usage(prompt_tokens=3000, cache_write_tokens=2048, completion_tokens=40, total_tokens=3040)
+    assert usage.cost_usd(3.0, 15.0, 0.3, 3.75) == pytest.approx(0.011136, abs=1e-12)
+    assert usage.cost_usd(*rates) == pytest.approx(genai_usd(
+        "claude-sonnet-4.5", "anthropic", input_tokens=3000, cache_write_tokens=2048, output_tokens=40), rel=1e-9)

@@ -39,7 +39,7 @@ def test_round_one_costs_its_tokens_at_the_rates_under_every_strategy():
     for member in config.roster:
         mine = [r for r in ROWS if member in eligible_members(r, config.roster, config.self_exclusion)]
         tokens_in = sum(estimate_tokens(round1_messages(ITEMS[r.item_id], r), 0) for r in mine)
-        rate_in, rate_out, _ = config.rates_for(member.judge_model, member.vendor)
+        rate_in, rate_out, *_ = config.rates_for(member.judge_model, member.vendor)
         by_hand = (tokens_in * rate_in + len(mine) * EXPECTED_OUTPUT_TOKENS * rate_out) / 1e6
         for s in (all_, disputed):
             v = s["vendors"][member.vendor]
