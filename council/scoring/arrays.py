@@ -103,7 +103,8 @@ class VoteArrays:
     difficulty: np.ndarray  # (n_items,) float64: the bank's difficulty, NaN where not given
     spend: np.ndarray  # (R, 3) float64: the row's elicitation spend by ``SPEND``, NaN where unknown
     audit: np.ndarray = field(default_factory=lambda: np.zeros((0, 3), dtype=np.int64))
-    """(pairs, 3): the batch audit's pairs, each [counted batched verdict, the verdict asked alone, member]."""
+    """(pairs, 3): the batch audit's pairs, each [the batched verdict as archived, the verdict asked alone,
+    member] (a deliberation-audit row's round two is the one asked, though never counted)."""
     scales: list[Scale] = field(default_factory=list)  # the graded items' scales; ``scale_of_row`` indexes it
     scale_of_row: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
     """(R,) int32: the row's scale (-1: a correct / incorrect item)."""
@@ -221,8 +222,10 @@ def build(folder: Path, roster: list[MemberSpec], self_exclusion: bool, probe_by
     for rec in _stream(folder / "audit.jsonl", missing_ok=True):
         counters.pay(rec)
         i, j = row_index.get(rec["row_id"]), member_index.get(rec["member"])
-        if i is not None and j is not None:
-            audit.append((votes[i, j, rec["round"] - 1], CODE.get(rec.get("verdict"), agg.MISSING), j))
+        if i is not None and j is not None:  # the batched vote as archived: an audit row's round two is set aside
+            kept = aside["deliberation_audit"][i] and rec["round"] == 2
+            batched = aside["audit_round2"][i, j] if kept else votes[i, j, rec["round"] - 1]
+            audit.append((batched, CODE.get(rec.get("verdict"), agg.MISSING), j))
     spend = np.full((n, len(SPEND)), np.nan)
     for rec in _stream(folder / ELICITED, missing_ok=True):  # a later record of a row supersedes an earlier
         i = row_index.get(rec["row_id"])

@@ -46,7 +46,7 @@ from council.service.intake import RowsRejected, check_rows
 from council.service.models import (TERMINAL, Counts, JobOptions, JobState, JobSubmission, JobView, Progress,
                                     RowProblem)
 from council.service.tenants import Tenant, Tenants
-from council.grading.stop import StopControl
+from council.grading.stop import StopControl, Stopped
 
 JOBS = ".jobs"  # under the runs root; a run id never starts with "."
 LIVE = "verdicts.live.jsonl"
@@ -267,6 +267,14 @@ class JobManager:
                                      run_id=record.id, backend="local", provider_url=self.provider_url,
                                      sim_config=self.sim_config, config=config, command=f"serve: job {record.id}")
                     result = await run_council(req, hooks=live.hooks(self.quota), stop=job.stop)
+        except Stopped:  # stopped before its run folder was made (while its rows were read): nothing was sent
+            live.close()
+            state = "cancelled" if job.stop.detail == "cancelled" else "stopped"
+            if job.stop.reason == "terminate" and self.draining:
+                self._set(job, state="running", reason=job.stop.reason, finished_at=None)  # begun again on restart
+            else:
+                self._end(job, state=state, reason=job.stop.reason, finished_at=now())
+            return
         except Exception as exc:  # the job failed; the service goes on
             live.close()
             self.log.error("job.failed", job_id=record.id, tenant=record.tenant, error=str(exc))

@@ -25,11 +25,19 @@ def sim_file(tmp_path, contrast: float):
     return path
 
 
-async def audited_run(tmp_path, contrast: float, run_id: str):
+async def audited_run(tmp_path, contrast: float, run_id: str, **config):
     return await run_council(RunRequest(
         bank=bank.SAMPLE_BANK, responses=subset(tmp_path, 20), runs_dir=tmp_path / "runs", run_id=run_id,
         backend="local", sim_config=sim_file(tmp_path, contrast),
-        config=CouncilConfig(vendors=BATCHING, batch_audit=0.5)))
+        config=CouncilConfig(vendors=BATCHING, batch_audit=0.5, **config)))
+
+
+def differing_pairs(run_dir) -> tuple[int, int]:
+    """(batch-audit pairs, those whose solo verdict differs from the batched vote as archived), from the records."""
+    batched = {(r["row_id"], r["member"], r["round"]): r["verdict"]
+               for name in ("round1.jsonl", "round2.jsonl") for r in lines(run_dir / name)}
+    records = lines(run_dir / "audit.jsonl")
+    return len(records), sum(batched[(r["row_id"], r["member"], r["round"])] != r["verdict"] for r in records)
 
 
 async def test_audit_detects_a_planted_contrast_effect(tmp_path):
@@ -67,3 +75,16 @@ async def test_a_resumed_run_does_not_audit_twice(tmp_path):
     again = await resume_council(tmp_path / "runs", "r")
     assert lines(again.run_dir / "audit.jsonl") == before and again.issued == 0
     assert again.summary["batch_audit"] == first.summary["batch_audit"]
+
+
+async def test_a_deliberation_audit_row_s_round_two_is_audited_against_its_own_batched_vote(tmp_path):
+    """With every skipped row in the deliberation audit, batched round-two votes of rows whose round two is never
+    counted are audited too: each pair sets the solo vote against the batched vote as it was archived, not
+    against the round-one vote that stands in the row's round two."""
+    run = await audited_run(tmp_path, 0.3, "both", deliberate="disputed", deliberation_audit=1.0)
+    audit_rows = {v["row_id"] for v in lines(run.run_dir / "verdicts.jsonl") if v["deliberation_audit"]}
+    on_audit_rows = [r for r in lines(run.run_dir / "audit.jsonl") if r["round"] == 2 and r["row_id"] in audit_rows]
+    assert on_audit_rows  # the case is there
+    pairs, differ = differing_pairs(run.run_dir)
+    summary = run.summary["batch_audit"]
+    assert summary["pairs"] == pairs and summary["pairs"] - summary["agree"] == differ

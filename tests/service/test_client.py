@@ -60,7 +60,7 @@ async def test_client_streams_verdicts_while_the_job_runs(tmp_path):
     assert running_when_first  # the first verdict came while the job was still running
     assert by_row(got) == on_disk(svc.runs, job["id"]) and len(got) == len(rows)
     assert view["state"] == "finished" and summary["run_id"] == job["id"]
-    assert ended["state"] in ("cancelled", "finished")
+    assert ended["state"] in ("cancelled", "finished"), ended
     assert bad.value.status == 422 and bad.value.problem["problems"][0]["field"] == "item_id"
     assert "row 0: item_id" in str(bad.value)
     assert missing.value.status == 404
