@@ -34,7 +34,8 @@ from council.console.exits import (EXIT_BUDGET, EXIT_CODES, EXIT_INPUT, EXIT_INT
                                    EXIT_NOT_GRADED, EXIT_OK, EXIT_PIPE, EXIT_PROVIDER, EXIT_SIGNAL)
 from council.console.help import CouncilParser, exit_codes_epilog
 from council.console.options import (CONFIG_HELP, SAMPLE_BANK_HELP, SAMPLE_RESPONSES_HELP, council_args, count,
-                                     input_args, positive, protocol_args, running_args, runs_dir_arg, share)
+                                     input_args, positive, protocol_args, provider_args, running_args, runs_dir_arg,
+                                     share)
 from council.console.outcomes import job_outcome, run_outcome
 from council.console.output import console, out, quiet_stdout, say
 from council.console.progress import ProgressDisplay, RunBoard, job_progress
@@ -130,17 +131,10 @@ def build_parser() -> argparse.ArgumentParser:
                            "and archived), then extrapolate at its rate and its 95%% interval's ends (default: none)")
     how.add_argument("--deliberation-audit", type=share, metavar="SHARE",
                      help="the audit share of the skipped rows that still get round two (default: the config's, "
-                          "else 0)")
+                          "else 0.1)")
     pilot = est.add_argument_group("where the pilot runs (only with --pilot)")
     runs_dir_arg(pilot, "where the pilot's run folder goes")
-    pilot.add_argument("--provider-url", metavar="URL",
-                       help="grade the pilot at this OpenAI-compatible base URL (ending in /v1) (default: none: the "
-                            "embedded provider, for the shipped sample or with --simulate)")
-    pilot.add_argument("--simulate", action="store_true",
-                       help="grade the pilot with the embedded provider's simulated judges (default: off; on for "
-                            "the shipped sample)")
-    pilot.add_argument("--sim-config", type=Path, metavar="FILE",
-                       help="JSON behaviour file of the embedded provider (default: its planted behaviour)")
+    provider_args(pilot, "the pilot's calls")
     est.add_argument("--json", action="store_true", help="print one JSON object instead of a table (default: off)")
 
     show = command("show", "a run's headline, or one row's two rounds",

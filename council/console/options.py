@@ -111,20 +111,25 @@ def protocol_args(p: argparse.ArgumentParser) -> None:
                         "larger budget (default: the config's, else no budget)")
 
 
+def provider_args(p: argparse._ActionsContainer, whose: str = "every vendor's calls") -> None:
+    """Where ``whose`` calls go: a real provider's base URL, or the embedded provider and its behaviour file."""
+    p.add_argument("--provider-url", metavar="URL",
+                   help=f"send {whose} to this OpenAI-compatible base URL (ending in /v1) (default: none: the "
+                        "embedded provider, for the shipped sample or with --simulate)")
+    p.add_argument("--simulate", action="store_true",
+                   help="grade with the embedded provider's simulated judges: no real model is asked (default: "
+                        "off; on for the shipped sample)")
+    p.add_argument("--sim-config", type=Path, metavar="FILE",
+                   help="JSON behaviour file of the embedded provider (default: its planted behaviour)")
+
+
 def running_args(p: argparse.ArgumentParser) -> None:
     """Where the run goes and where its calls are made; none of these changes the run's results."""
     runs_dir_arg(p, "where run folders go")
     p.add_argument("--run-id", metavar="ID",
                    help="name of the new run's folder; an existing run is never overwritten (default: the UTC time "
                         "and a random suffix, e.g. 20261130-210326-ffbe)")
-    p.add_argument("--provider-url", metavar="URL",
-                   help="send every vendor's calls to this OpenAI-compatible base URL (ending in /v1) (default: "
-                        "none: the embedded provider, for the shipped sample or with --simulate)")
-    p.add_argument("--simulate", action="store_true",
-                   help="grade with the embedded provider's simulated judges: no real model is asked (default: "
-                        "off; on for the shipped sample)")
-    p.add_argument("--sim-config", type=Path, metavar="FILE",
-                   help="JSON behaviour file of the embedded provider (default: its planted behaviour)")
+    provider_args(p)
     p.add_argument("--reuse-from", action="append", default=[], metavar="RUN_ID",
                    help="serve votes whose request is archived in this earlier run from its archive; repeatable "
                         "(default: none)")
