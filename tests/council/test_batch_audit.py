@@ -52,14 +52,17 @@ async def test_audit_detects_a_planted_contrast_effect(tmp_path):
     batched = {r["request_id"] for name in ("round1.jsonl", "round2.jsonl") for r in lines(planted.run_dir / name)
                if r["batch_size"] > 1}
     assert {r["audit_of"] for r in records} <= batched  # each audit re-asks a vote that was batched
-    # Audit votes are never counted: where the solo vote differs, the row shows the batched one.
+    # Audit votes are never counted: where the solo vote differs, the row shows the batched one (a round two
+    # that counts: a row whose round two was a deliberation audit shows round one's votes in its place).
     counted = {(v["row_id"], m, k): votes[m] for v in lines(planted.run_dir / "verdicts.jsonl")
-               for k, votes in ((1, v["votes_round1"]), (2, v["votes_round2"])) for m in votes}
+               for k, votes in ((1, v["votes_round1"]), (2, v["votes_round2"])) if k == 1 or v["deliberated"]
+               for m in votes}
     batched_votes = {(r["row_id"], r["member"], r["round"]): r["verdict"]
                      for name in ("round1.jsonl", "round2.jsonl") for r in lines(planted.run_dir / name)}
     differing = [r for r in records if batched_votes[(r["row_id"], r["member"], r["round"])] != r["verdict"]]
     assert len(differing) == audit["pairs"] - audit["agree"] > 0
-    assert all(counted[(r["row_id"], r["member"], r["round"])] != r["verdict"] for r in differing)
+    shown = [r for r in differing if (r["row_id"], r["member"], r["round"]) in counted]
+    assert shown and all(counted[(r["row_id"], r["member"], r["round"])] != r["verdict"] for r in shown)
 
 
 async def test_audit_finds_nothing_where_nothing_was_planted(tmp_path):
