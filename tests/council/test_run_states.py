@@ -135,8 +135,14 @@ def test_an_unreachable_provider_ends_the_run_at_once(tmp_path, backend):
     assert "0.0%" not in done.stdout  # no leaderboard of zeros
     state = orjson.loads((tmp_path / "runs" / "x" / "state.json").read_bytes())
     assert state["state"] == "stopped" and state["reason"] == "error" and url in state["detail"]
-    print(f"\n{backend}: unreachable provider -> exit {done.returncode} after {took:.1f} s")
-    assert took < 30
+    done_event = next(e for e in lines(tmp_path / "runs" / "x" / "log.jsonl") if e["event"] == "run.done")
+    print(f"\n{backend}: unreachable provider -> exit {done.returncode} after {took:.1f} s "
+          f"({done_event['seconds']:.1f} s from the run's start)")
+    # At once: the run ends seconds after it starts (its own clock: judges started, the first calls refused,
+    # the run stopped), never after retries and backoff. The whole command adds Ray's start, which a loaded
+    # machine stretches (up to 25 s seen with Ray under the suite's three workers): bounded, not timed.
+    assert done_event["seconds"] < 15
+    assert took < 60
 
 
 def test_a_base_url_without_v1_ends_the_run_at_once(tmp_path, capsys):
