@@ -136,12 +136,15 @@ def test_an_unreachable_provider_ends_the_run_at_once(tmp_path, backend):
     state = orjson.loads((tmp_path / "runs" / "x" / "state.json").read_bytes())
     assert state["state"] == "stopped" and state["reason"] == "error" and url in state["detail"]
     done_event = next(e for e in lines(tmp_path / "runs" / "x" / "log.jsonl") if e["event"] == "run.done")
+    phases = {p["phase"]: p["at_s"] + p["seconds"] for p in done_event["timings"]["phases"]}  # when each ended
+    grading = next(p for p in done_event["timings"]["phases"] if p["phase"] == "grading")
+    after = phases["grading"] - max(phases.get("judges start", 0.0), grading["at_s"])
     print(f"\n{backend}: unreachable provider -> exit {done.returncode} after {took:.1f} s "
-          f"({done_event['seconds']:.1f} s from the run's start)")
-    # At once: the run ends seconds after it starts (its own clock: judges started, the first calls refused,
-    # the run stopped), never after retries and backoff. The whole command adds Ray's start, which a loaded
-    # machine stretches (up to 25 s seen with Ray under the suite's three workers): bounded, not timed.
-    assert done_event["seconds"] < 15
+          f"(grading stopped {after:.2f} s after the judges were up)")
+    # At once: once the judges can call, the first refused calls stop the run within seconds (0.4 s here), never
+    # after retries and backoff. The whole command adds Ray's start and the judges' actors, which a loaded
+    # machine stretches (30-33 s seen under the suite's three workers, 10 s alone): bounded, not timed.
+    assert after < 5
     assert took < 60
 
 
