@@ -35,12 +35,12 @@ class JudgePool(Protocol):
     async def close(self) -> None: ...
 
 
-def _judge_prices(config: CouncilConfig, vendor: str) -> tuple[float, float, float]:
+def _judge_prices(config: CouncilConfig, vendor: str) -> tuple[float, ...]:
     judge = next(m for m in config.roster if m.vendor == vendor)
     return config.rates_for(judge.judge_model, vendor)
 
 
-def _model_prices(config: CouncilConfig, models: Iterable[str], vendor: str) -> dict[str, tuple[float, float, float]]:
+def _model_prices(config: CouncilConfig, models: Iterable[str], vendor: str) -> dict[str, tuple[float, ...]]:
     return {m: config.rates_for(m, vendor) for m in models if config.vendor_of(m) == vendor}
 
 

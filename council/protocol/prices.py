@@ -53,11 +53,6 @@ class Price(BaseModel):
     source: str
     provider: str | None = None
 
-    @property
-    def per_mtok(self) -> tuple[float, float]:
-        """(input, output): what a judge's ``cost_usd`` is worked out from (usage has no cache tokens)."""
-        return self.input_mtok, self.output_mtok
-
 
 @lru_cache(maxsize=1024)
 def table_price(model: str, vendor: str) -> Price | None:

@@ -23,7 +23,7 @@ import numpy as np
 
 from aggregator import wilson_interval
 from council.core.errors import ConfigError
-from council.core.schema import BankItem, ResponseRow
+from council.core.schema import BankItem, ResponseRow, Usage
 from council.protocol.config import CouncilConfig
 from council.protocol.panels import eligible_members
 from council.protocol.prompts import LETTERS, Peer, batch_messages, round1_body, round2_body, single_messages
@@ -213,7 +213,7 @@ def _loads(config: CouncilConfig, items: dict[str, BankItem], rows: list[Respons
             for start in range(0, len(mine), k):
                 chunk, chunk_rows = bodies[start:start + k], mine[start:start + k]
                 first = single_messages(1, chunk[0]) if len(chunk) == 1 else batch_messages(1, chunk)
-                second = _round2_messages([items[r.item_id] for r in chunk_rows], chunk_rows, config, first)
+                second = _round2_messages([items[r.item_id] for r in chunk_rows], chunk_rows, config)
                 for i, messages in enumerate((first, second)):
                     requests[i] += 1
                     tokens[i] += estimate_tokens(messages, 0)
@@ -232,11 +232,9 @@ def _loads(config: CouncilConfig, items: dict[str, BankItem], rows: list[Respons
     return out
 
 
-def _round2_messages(items: list[BankItem], rows: list[ResponseRow], config: CouncilConfig,
-                     round1_messages: list[dict]) -> list[dict]:
-    """The round-two request for the rows of one round-one request (``round1_messages``; one row, or a batch):
-    the one place that says how round two is laid out, so that a layout starting with round one's exact
-    messages changes only this function (and the cacheable prefix it yields)."""
+def _round2_messages(items: list[BankItem], rows: list[ResponseRow], config: CouncilConfig) -> list[dict]:
+    """The round-two request for the rows of one round-one request (one row, or a batch), in the run's prompt
+    version: judge-v3's begins with round one's exact messages, judge-v2's does not (:func:`cacheable_tokens`)."""
     bodies = [_round2_stand_in(item, row, config) for item, row in zip(items, rows, strict=True)]
     return single_messages(2, bodies[0]) if len(bodies) == 1 else batch_messages(2, bodies)
 
@@ -272,8 +270,9 @@ def _vendor(load: _Load, share: float) -> VendorEstimate:
 
 
 def _usd(tokens_in: int, tokens_out: int, cached: int, rates: tuple[float, ...]) -> float:
-    """USD for ``tokens_in`` input tokens, ``cached`` of them read from the cache, and ``tokens_out`` output."""
-    return ((tokens_in - cached) * rates[0] + tokens_out * rates[1] + cached * rates[2]) / 1e6
+    """USD for ``tokens_in`` input tokens, ``cached`` of them read from the cache, and ``tokens_out`` output: what
+    a vote with that usage costs (:meth:`Usage.cost_usd`)."""
+    return Usage(prompt_tokens=tokens_in, cached_tokens=cached, completion_tokens=tokens_out).cost_usd(*rates)
 
 
 def _round2_stand_in(item: BankItem, row: ResponseRow, config: CouncilConfig) -> str:

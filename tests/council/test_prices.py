@@ -65,7 +65,8 @@ def test_the_config_beats_the_table_and_an_unset_vendor_price_does_not():
     assert config.price_for("anthropic/claude-sonnet-4.5", "anthropic") == (4.0, 20.0)
     table = table_price("google/gemini-2.5-pro", "google")
     assert config.price("google/gemini-2.5-pro", "google") == table and table.input_mtok > 0  # 0 means unset
-    assert config.price_for("qwen/qwen3-max", "alibaba") == table_price("qwen/qwen3-max", "alibaba").per_mtok
+    qwen = table_price("qwen/qwen3-max", "alibaba")
+    assert config.price_for("qwen/qwen3-max", "alibaba") == (qwen.input_mtok, qwen.output_mtok)
 
 
 def test_a_budget_needs_no_written_price_but_refuses_a_model_no_table_knows():

@@ -108,9 +108,12 @@ def test_cached_tokens_are_paid_at_the_cache_read_rate(monkeypatch):
     config = CouncilConfig()
     long = [r.model_copy(update={"response": r.response + " lorem" * 1500}) for r in ROWS[:6]]
 
-    def after_round_one(items, rows, config, round1_messages):
-        return [*round1_messages, {"role": "assistant", "content": '{"verdict": "correct"}'},
+    def follow(first):  # round one's messages, a reply, then a long peers message
+        return [*first, {"role": "assistant", "content": '{"verdict": "correct"}'},
                 {"role": "user", "content": "peers: " + "p" * 600}]
+
+    def after_round_one(items, rows, config):  # no limits: one row per request
+        return follow(round1_messages(items[0], rows[0]))
 
     monkeypatch.setattr(est_mod, "_round2_messages", after_round_one)
     e = estimate(config, ITEMS, long)
@@ -118,9 +121,9 @@ def test_cached_tokens_are_paid_at_the_cache_read_rate(monkeypatch):
     mine = [r for r in long if next(m for m in config.roster if m.vendor == "openai")
             in eligible_members(r, config.roster, config.self_exclusion)]
     firsts = [round1_messages(ITEMS[r.item_id], r) for r in mine]
-    by_hand = sum(cacheable_tokens(f, after_round_one(None, None, None, f)) for f in firsts)
+    by_hand = sum(cacheable_tokens(f, follow(f)) for f in firsts)
     assert openai.cached_tokens == by_hand and by_hand >= 1024 * len(mine)
-    tokens_in2 = sum(estimate_tokens(after_round_one(None, None, None, f), 0) for f in firsts)
+    tokens_in2 = sum(estimate_tokens(follow(f), 0) for f in firsts)
     usage = genai_prices.Usage(input_tokens=tokens_in2, cache_read_tokens=by_hand,
                                output_tokens=len(mine) * EXPECTED_OUTPUT_TOKENS)
     table = float(genai_prices.calc_price(usage, "gpt-5", provider_id="openai").total_price)
