@@ -147,14 +147,7 @@ class Usage(_Strict):
     cache_write_tokens: int = 0  # of prompt_tokens, written to the cache at a breakpoint (billed at its own rate)
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
-            completion_tokens=self.completion_tokens + other.completion_tokens,
-            total_tokens=self.total_tokens + other.total_tokens,
-            reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
-            cached_tokens=self.cached_tokens + other.cached_tokens,
-            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
-        )
+        return Usage(**{name: getattr(self, name) + getattr(other, name) for name in Usage.model_fields})
 
     def cost_usd(self, price_in_per_mtok: float, price_out_per_mtok: float,
                  price_cached_per_mtok: float | None = None, price_write_per_mtok: float | None = None) -> float:

@@ -8,6 +8,9 @@ from typing import Annotated, Any, Literal
 from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter
 
 from council.core.schema import BankItem
+from council.protocol.config import CouncilConfig
+
+_DEFAULT = {name: field.default for name, field in CouncilConfig.model_fields.items()}
 
 # The ``Idempotency-Key`` header: visible ASCII, as HTTP carries it unchanged.
 IdempotencyKey = Annotated[str, StringConstraints(min_length=1, max_length=255, pattern=r"^[!-~]+$")]
@@ -27,14 +30,15 @@ class JobOptions(_Api):
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, strict=True)
 
-    seed: int = Field(default=0, ge=0, le=2**63 - 1)
-    quorum: int = Field(default=3, ge=1)
-    self_exclusion: bool = True
-    batch_audit: float = Field(default=0.0, ge=0.0, le=1.0)
-    deliberate: Literal["all", "disputed"] = "all"
-    deliberation_audit: float = Field(default=0.0, ge=0.0, le=1.0)
+    # Each default is the council config's own (one place for a default: a job graded as ``council run`` is).
+    seed: int = Field(default=_DEFAULT["seed"], ge=0, le=2**63 - 1)
+    quorum: int = Field(default=_DEFAULT["quorum"], ge=1)
+    self_exclusion: bool = _DEFAULT["self_exclusion"]
+    batch_audit: float = Field(default=_DEFAULT["batch_audit"], ge=0.0, le=1.0)
+    deliberate: Literal["all", "disputed"] = _DEFAULT["deliberate"]
+    deliberation_audit: float = Field(default=_DEFAULT["deliberation_audit"], ge=0.0, le=1.0)
     vendor_map: dict[str, str] = Field(default_factory=dict)
-    compress_archive: bool = False
+    compress_archive: bool = _DEFAULT["compress_archive"]
 
 
 class JobSubmission(_Api):

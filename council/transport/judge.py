@@ -381,7 +381,5 @@ def split_usage(usage: Usage, n: int) -> list[Usage]:
         base, extra = divmod(total, n)
         return [base + (1 if i < extra else 0) for i in range(n)]
 
-    return [Usage(prompt_tokens=p, completion_tokens=c, total_tokens=t, reasoning_tokens=r, cached_tokens=k)
-            for p, c, t, r, k in zip(parts(usage.prompt_tokens), parts(usage.completion_tokens),
-                                     parts(usage.total_tokens), parts(usage.reasoning_tokens),
-                                     parts(usage.cached_tokens), strict=True)]
+    shares = {name: parts(getattr(usage, name)) for name in Usage.model_fields}  # every count, cache ones too
+    return [Usage(**{name: share[i] for name, share in shares.items()}) for i in range(n)]

@@ -166,3 +166,18 @@ def test_a_hand_worked_vote_that_wrote_to_the_cache():
     assert usage.cost_usd(3.0, 15.0, 0.3, 3.75) == pytest.approx(0.011136, abs=1e-12)
     assert usage.cost_usd(*rates) == pytest.approx(genai_usd(
         "claude-sonnet-4.5", "anthropic", input_tokens=3000, cache_write_tokens=2048, output_tokens=40), rel=1e-9)
+
+
+def test_a_batched_request_s_usage_is_shared_out_whole_cache_counts_too():
+    """A batched request's usage is split among its votes: every count, the cache reads and writes included,
+    adds up to the request's, and so do the votes' costs (a split that dropped the cache writes would pay them
+    at no rate at all)."""
+    from council.core.schema import Usage
+    from council.transport.judge import split_usage
+
+    whole = Usage(prompt_tokens=9001, completion_tokens=203, total_tokens=9204, reasoning_tokens=7,
+                  cached_tokens=4096, cache_write_tokens=2049)
+    parts = split_usage(whole, 4)
+    assert len(parts) == 4 and sum(parts[1:], parts[0]) == whole
+    rates = (3.0, 15.0, 0.3, 3.75)
+    assert sum(p.cost_usd(*rates) for p in parts) == pytest.approx(whole.cost_usd(*rates), abs=1e-9)

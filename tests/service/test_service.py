@@ -212,3 +212,13 @@ async def test_a_job_may_bring_its_own_bank(tmp_path, bank_inline):
                 job = await resp.json()
             view = await wait_over(s, svc.url, job["id"], tenant="team-b")
     assert view["state"] == "finished"
+
+
+def test_a_job_s_options_default_to_the_council_s_own():
+    """A job with no options is graded as `council run` grades: every option's default is the config's."""
+    from council.protocol.config import CouncilConfig
+    from council.service.models import JobOptions
+
+    config = CouncilConfig()
+    assert {name: getattr(config, name) for name in JobOptions.model_fields} == JobOptions().model_dump()
+    assert JobOptions().deliberate == "disputed" and JobOptions().deliberation_audit == 0.1
