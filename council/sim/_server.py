@@ -61,16 +61,16 @@ import math
 import random
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple, Protocol
 
 import orjson
 from aiohttp import web
 
 from council.sim._cache import Breakpoint, BreakpointCache, PrefixCache
 from council.sim._config import ModelBehaviour, SimConfig, VendorBehaviour
-from council.sim._eliciting import elicit, record_truth, sent_record
+from council.sim._eliciting import Elicitation, elicit, record_truth, sent_record
 from council.sim._judging import Message, decide
-from council.sim._quota import Clock, QuotaBook
+from council.sim._quota import Admission, Clock, QuotaBook
 from council.sim._truth import TruthTable
 from council.sim._world import JUDGES
 
@@ -172,22 +172,19 @@ def _json(payload: Any, status: int = 200, headers: dict[str, str] | None = None
     return web.Response(body=orjson.dumps(payload), status=status, headers=hdrs)
 
 
+def _error_body(message: str, type_: str, code: str | None = None, param: str | None = None) -> dict[str, Any]:
+    return {"error": {"message": message, "type": type_, "param": param, "code": code}}
+
+
 def _error(
     status: int, message: str, type_: str, code: str | None = None, param: str | None = None,
     headers: dict[str, str] | None = None,
 ) -> web.Response:
-    return _json({"error": {"message": message, "type": type_, "param": param, "code": code}}, status, headers)
+    return _json(_error_body(message, type_, code, param), status, headers)
 
 
 def _bad_request(message: str, param: str | None = None) -> web.Response:
     return _error(400, message, "invalid_request_error", None, param)
-
-
-def _model_not_found(model_id: str) -> web.Response:
-    return _error(
-        404, f"The model `{model_id}` does not exist or you do not have access to it.", "invalid_request_error",
-        "model_not_found",
-    )
 
 
 def _authorized(request: web.Request) -> bool:
@@ -257,20 +254,30 @@ def _est_tokens(chars: int) -> int:
 # ---- request parsing -----------------------------------------------------------------------------------
 
 
+class Parsed(NamedTuple):
+    """A chat request as the provider reads it, whatever API it came through."""
+
+    model: str
+    messages: list[Message]
+    max_tokens: int | None
+    breakpoints: list[Breakpoint]
+
+
 class _BadBody(Exception):
     def __init__(self, message: str, param: str | None = None) -> None:
         super().__init__(message)
         self.param = param
 
 
-def _content_text(content: Any, i: int) -> tuple[str, list[int]]:
+def _content_text(content: Any, i: int, where: str | None = None) -> tuple[str, list[int]]:
     """A message's content as the model reads it (a list of text parts is their texts run together), and where
-    in it each part marked ``cache_control`` ends (characters from its start)."""
+    in it each part marked ``cache_control`` ends (characters from its start); errors name ``where`` (default
+    ``messages[i].content``)."""
     if isinstance(content, str):
         return content, []
     if content is None:
         return "", []
-    where = f"messages[{i}].content"
+    where = where or f"messages[{i}].content"
     if not isinstance(content, list):
         raise _BadBody(f"{where} must be a string or a list of content parts", where)
     text, marks = "", []
@@ -296,12 +303,17 @@ def _check_cache_control(value: Any, where: str) -> None:
         raise _BadBody(f"{where}.ttl: the embedded provider keeps a cached prefix 5m (prompt_cache_ttl_s)", where)
 
 
-def _parse_body(raw: bytes) -> tuple[str, list[Message], int | None, list[Breakpoint]]:
+def _parse_body(raw: bytes) -> Parsed:
     """The model, the messages as ``(role, text)``, the output bound and the cache breakpoints marked."""
     try:
         body = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise _BadBody(f"We could not parse the JSON body of your request: {exc}") from exc
+    return read_body(body)
+
+
+def read_body(body: Any) -> Parsed:
+    """A decoded chat-completions body read as :func:`_parse_body` reads one (a batch line's ``body`` too)."""
     if not isinstance(body, dict):
         raise _BadBody("The request body must be a JSON object.")
     model = body.get("model")
@@ -334,27 +346,62 @@ def _parse_body(raw: bytes) -> tuple[str, list[Message], int | None, list[Breakp
             raise _BadBody("'response_format.json_schema' must be an object", "response_format")
     if body.get("stream"):
         raise _BadBody("streaming is not supported by the embedded provider", "stream")
-    return model, messages, max_tokens, breakpoints
+    return Parsed(model, messages, max_tokens, breakpoints)
 
 
 # ---- handlers ------------------------------------------------------------------------------------------
 
 
-async def _chat(request: web.Request) -> web.StreamResponse:
-    st = request.app[STATE]
-    if not _authorized(request):
-        return _error(*_UNAUTHORIZED)
-    try:
-        model_id, messages, max_tokens, breakpoints = _parse_body(await request.read())
-    except _BadBody as exc:
-        return _bad_request(str(exc), exc.param)
+Refusal = tuple[int, dict[str, Any], dict[str, str] | None]
+"""A refused request: the status, the error body and its headers."""
+
+
+class Face(Protocol):
+    """How one API (chat completions, Anthropic's Messages) words the provider's answers: the same work and
+    the same faults, each API's own error and reply shapes."""
+
+    def bad_request(self, message: str, param: str | None) -> Refusal: ...
+
+    def not_found(self, model_id: str) -> Refusal: ...
+
+    def storm(self, model_id: str, left_s: float) -> Refusal: ...
+
+    def limited(self, model_id: str, admission: Admission, headers: dict[str, str]) -> Refusal: ...
+
+    def server_error(self, headers: dict[str, str] | None) -> Refusal: ...
+
+    def reply(self, st: _State, work: Work, usage: dict[str, Any]) -> dict[str, Any]: ...
+
+
+@dataclass(slots=True)
+class Work:
+    """A received request's answer before billing: what the model wrote, how it ended, what it costs."""
+
+    model_id: str
+    model: _Model
+    messages: list[Message]
+    breakpoints: list[Breakpoint]
+    content: str
+    finish: str  # "stop" | "length"
+    prompt_tokens: int
+    completion_tokens: int
+    reasoning: int
+    elicited: Elicitation | None
+    latency_ms: float
+    jitter_ms: float
+
+
+def receive(st: _State, parsed: Parsed, face: Face) -> Work | Refusal:
+    """Count a request as received and write its answer (drawing the truncation fault), or refuse it (unknown
+    model, too many breakpoints). No quota, no transport fault, no billing: the same for every way in."""
+    model_id, messages, max_tokens, breakpoints = parsed
     model = st.model(model_id)
     if model is None:
-        return _model_not_found(model_id)
+        return face.not_found(model_id)
     b = model.behaviour
     if b.prompt_cache_breakpoints and len(breakpoints) > MAX_BREAKPOINTS:
-        return _bad_request(f"A maximum of {MAX_BREAKPOINTS} blocks with cache_control may be provided. "
-                            f"Found {len(breakpoints)}.", "messages")
+        return face.bad_request(f"A maximum of {MAX_BREAKPOINTS} blocks with cache_control may be provided. "
+                                f"Found {len(breakpoints)}.", "messages")
     stats = model.stats
     stats.requests += 1
 
@@ -396,43 +443,15 @@ async def _chat(request: web.Request) -> web.StreamResponse:
         if max_tokens is not None and max_tokens < completion_tokens:
             content, completion_tokens, finish = content[: max_tokens * 4], max_tokens, "length"
         latency_ms, jitter_ms = b.latency_ms, b.latency_jitter_ms
+    return Work(model_id, model, messages, breakpoints, content, finish, prompt_tokens, completion_tokens, reasoning,
+                elicited, latency_ms, jitter_ms)
 
-    storm = _storm_left_s(st, model.vendor, b)
-    if storm > 0:  # every request of the vendor, no quota used
-        stats.rate_limited += 1
-        stats.storm_429s += 1
-        return _error(
-            429, f"Rate limit reached for {model_id}: the service is overloaded. Please try again in {storm:.3g}s.",
-            "requests", "rate_limit_exceeded", None,
-            {"retry-after": str(math.ceil(storm)), "retry-after-ms": str(math.ceil(storm * 1000))},
-        )
-    admission = st.quota.admit(model.vendor, prompt_tokens + completion_tokens)
-    headers = admission.headers if b.rate_limit_headers else None
-    if not admission.ok:
-        stats.rate_limited += 1
-        if headers is None:  # a provider that reveals little: only when to come back
-            headers = {"retry-after": admission.headers["retry-after"]}
-        what = admission.limited_by
-        return _error(
-            429,
-            f"Rate limit reached for {model_id} on {what} per min. Please try again in "
-            f"{admission.retry_after_s:.3g}s.",
-            what, "rate_limit_exceeded", None, headers,
-        )
-    if b.error_rate and faults.random() < b.error_rate:
-        stats.errors += 1
-        return _error(500, "The server had an error while processing your request.", "server_error", None, None, headers)
-    if b.reset_rate and faults.random() < b.reset_rate:
-        stats.resets += 1
-        return _hang_up(request, faults)
-    if b.timeout_rate and faults.random() < b.timeout_rate:
-        stats.stalls += 1
-        await asyncio.sleep(st.config.timeout_s)  # a client that gives up cancels this handler: not billed
-    if latency_ms or jitter_ms:
-        delay = latency_ms + jitter_ms * (2.0 * faults.random() - 1.0)
-        if delay > 0:
-            await asyncio.sleep(delay / 1000.0)
 
+def bill(st: _State, work: Work) -> dict[str, Any]:
+    """Bill a request whose answer goes out (counters, prompt cache, the truth of an elicited answer) and
+    return its usage in the chat-completions shape."""
+    model_id, b, stats = work.model_id, work.model.behaviour, work.model.stats
+    prompt_tokens, completion_tokens, reasoning = work.prompt_tokens, work.completion_tokens, work.reasoning
     stats.billed += 1
     stats.prompt_tokens += prompt_tokens
     stats.completion_tokens += completion_tokens
@@ -443,30 +462,113 @@ async def _chat(request: web.Request) -> web.StreamResponse:
         "total_tokens": prompt_tokens + completion_tokens,
     }
     if b.prompt_cache_ttl_s > 0 and b.prompt_cache_breakpoints:
-        cached, written = st.breakpoint_cache.serve(model_id, messages, breakpoints,
+        cached, written = st.breakpoint_cache.serve(model_id, work.messages, work.breakpoints,
                                                     min_tokens=b.prompt_cache_min_tokens, ttl_s=b.prompt_cache_ttl_s)
         stats.cached_tokens += cached
         usage["prompt_tokens_details"] = {"cached_tokens": cached, "cache_write_tokens": written}
     elif b.prompt_cache_ttl_s > 0:
-        cached = st.prompt_cache.serve(model_id, messages, prompt_tokens, min_tokens=b.prompt_cache_min_tokens,
+        cached = st.prompt_cache.serve(model_id, work.messages, prompt_tokens, min_tokens=b.prompt_cache_min_tokens,
                                        block_tokens=b.prompt_cache_block_tokens, ttl_s=b.prompt_cache_ttl_s)
         stats.cached_tokens += cached
         usage["prompt_tokens_details"] = {"cached_tokens": cached}
-    if elicited is not None:
+    if work.elicited is not None:
         usage["completion_tokens_details"] = {"reasoning_tokens": reasoning}
-        record_truth(st.truth, elicited, content, model_id)
+        record_truth(st.truth, work.elicited, work.content, model_id)
         if st.answers is not None:
-            st.answers.append(sent_record(elicited, content, model_id))
-    payload = {
-        "id": f"chatcmpl-sim{next(st.ids):012x}",
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": model_id,
-        "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": finish, "logprobs": None}
-        ],
-        "usage": usage,
-    }
+            st.answers.append(sent_record(work.elicited, work.content, model_id))
+    return usage
+
+
+class _ChatFace:
+    """Chat completions' (OpenAI's) wording of answers and refusals."""
+
+    def bad_request(self, message: str, param: str | None) -> Refusal:
+        return 400, _error_body(message, "invalid_request_error", None, param), None
+
+    def not_found(self, model_id: str) -> Refusal:
+        return 404, _error_body(f"The model `{model_id}` does not exist or you do not have access to it.",
+                                "invalid_request_error", "model_not_found"), None
+
+    def storm(self, model_id: str, left_s: float) -> Refusal:
+        return 429, _error_body(
+            f"Rate limit reached for {model_id}: the service is overloaded. Please try again in {left_s:.3g}s.",
+            "requests", "rate_limit_exceeded", None,
+        ), {"retry-after": str(math.ceil(left_s)), "retry-after-ms": str(math.ceil(left_s * 1000))}
+
+    def limited(self, model_id: str, admission: Admission, headers: dict[str, str]) -> Refusal:
+        what = admission.limited_by
+        return 429, _error_body(
+            f"Rate limit reached for {model_id} on {what} per min. Please try again in "
+            f"{admission.retry_after_s:.3g}s.",
+            what, "rate_limit_exceeded", None,
+        ), headers
+
+    def server_error(self, headers: dict[str, str] | None) -> Refusal:
+        return 500, _error_body("The server had an error while processing your request.", "server_error"), headers
+
+    def reply(self, st: _State, work: Work, usage: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "id": f"chatcmpl-sim{next(st.ids):012x}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": work.model_id,
+            "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": work.content}, "finish_reason": work.finish,
+                 "logprobs": None}
+            ],
+            "usage": usage,
+        }
+
+
+CHAT = _ChatFace()
+
+
+async def _chat(request: web.Request) -> web.StreamResponse:
+    if not _authorized(request):
+        return _error(*_UNAUTHORIZED)
+    try:
+        parsed = _parse_body(await request.read())
+    except _BadBody as exc:
+        return _bad_request(str(exc), exc.param)
+    return await serve_request(request, parsed, CHAT)
+
+
+async def serve_request(request: web.Request, parsed: Parsed, face: Face) -> web.StreamResponse:
+    """Answer a synchronous request through the vendor's quota and transport faults, worded by ``face``."""
+    st = request.app[STATE]
+    work = receive(st, parsed, face)
+    if not isinstance(work, Work):
+        return _json(work[1], work[0], work[2])
+    model_id, model = work.model_id, work.model
+    b, stats, faults = model.behaviour, model.stats, st.faults
+
+    storm = _storm_left_s(st, model.vendor, b)
+    if storm > 0:  # every request of the vendor, no quota used
+        stats.rate_limited += 1
+        stats.storm_429s += 1
+        return _json(*_swap(face.storm(model_id, storm)))
+    admission = st.quota.admit(model.vendor, work.prompt_tokens + work.completion_tokens)
+    headers = admission.headers if b.rate_limit_headers else None
+    if not admission.ok:
+        stats.rate_limited += 1
+        if headers is None:  # a provider that reveals little: only when to come back
+            headers = {"retry-after": admission.headers["retry-after"]}
+        return _json(*_swap(face.limited(model_id, admission, headers)))
+    if b.error_rate and faults.random() < b.error_rate:
+        stats.errors += 1
+        return _json(*_swap(face.server_error(headers)))
+    if b.reset_rate and faults.random() < b.reset_rate:
+        stats.resets += 1
+        return _hang_up(request, faults)
+    if b.timeout_rate and faults.random() < b.timeout_rate:
+        stats.stalls += 1
+        await asyncio.sleep(st.config.timeout_s)  # a client that gives up cancels this handler: not billed
+    if work.latency_ms or work.jitter_ms:
+        delay = work.latency_ms + work.jitter_ms * (2.0 * faults.random() - 1.0)
+        if delay > 0:
+            await asyncio.sleep(delay / 1000.0)
+
+    payload = face.reply(st, work, bill(st, work))
     if b.bad_body_rate and faults.random() < b.bad_body_rate:  # billed: the work was done and answered 200
         stats.bad_bodies += 1
         body = orjson.dumps(payload)
@@ -480,6 +582,12 @@ async def _chat(request: web.Request) -> web.StreamResponse:
         stats.slow_answers += 1
         return await _trickle(request, orjson.dumps(payload), headers or {}, b.slow_ms)
     return _json(payload, 200, headers)
+
+
+def _swap(refusal: Refusal) -> tuple[dict[str, Any], int, dict[str, str] | None]:
+    """A refusal in :func:`_json`'s argument order."""
+    status, body, headers = refusal
+    return body, status, headers
 
 
 async def _models(request: web.Request) -> web.Response:
