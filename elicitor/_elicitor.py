@@ -15,6 +15,7 @@ from council.core.schema import ElicitedRecord, RequestParams, Usage
 from council.protocol.config import Endpoint
 from council.transport.client import ChatClient
 from council.transport.limiter import Limiter
+from council.transport.wire import Api
 from elicitor.parsing import parse_elicited
 from elicitor.prompts import ELICIT_HASH, ELICIT_VERSION, elicit_messages
 
@@ -38,9 +39,10 @@ class ElicitTask:
 
 class Elicitor:
     def __init__(self, endpoint: Endpoint, limiter: Limiter, *, max_tokens: int = 512, temperature: float = 0.0,
-                 prices: dict[str, tuple[float, ...]] | None = None, seed: int = 0, vendor: str = "") -> None:
+                 prices: dict[str, tuple[float, ...]] | None = None, seed: int = 0, vendor: str = "",
+                 api: Api = "openai") -> None:
         self.limiter = limiter
-        self.client = ChatClient(endpoint, seed=seed, limiter=limiter, vendor=vendor)
+        self.client = ChatClient(endpoint, seed=seed, limiter=limiter, vendor=vendor, api=api)
         self.max_tokens = max_tokens
         self.temperature = temperature
         self.prices = prices or {}

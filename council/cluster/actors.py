@@ -78,7 +78,7 @@ class JudgeActor:
         limiter = Limiter(RayLedger(member.vendor, settings.limits), f"judge:{member.vendor}:{os.getpid()}",
                           concurrency=settings.concurrency, seed=seed)
         self._judge = Judge(member, endpoint, params, limiter=limiter, max_batch=settings.max_batch, seed=seed,
-                            prices=prices, cache_breakpoints=settings.cache_breakpoints)
+                            prices=prices, cache_breakpoints=settings.cache_breakpoints, api=settings.api)
 
     async def grade_batch(self, tasks: list[JudgeTask]) -> list[JudgeCallRecord | BaseException]:
         return await self._judge.grade_batch(tasks)
@@ -103,7 +103,8 @@ class ElicitorActor:
 
         limiter = Limiter(RayLedger(vendor, settings.limits), f"elicitor:{vendor}:{os.getpid()}", concurrency=settings.concurrency,
                           seed=seed)
-        self._elicitor = Elicitor(endpoint, limiter, vendor=vendor, max_tokens=max_tokens, prices=prices, seed=seed)
+        self._elicitor = Elicitor(endpoint, limiter, vendor=vendor, max_tokens=max_tokens, prices=prices, seed=seed,
+                                  api=settings.api)
 
     async def elicit_batch(self, tasks: list) -> list:
         return await self._elicitor.elicit_batch(tasks)

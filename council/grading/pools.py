@@ -67,12 +67,13 @@ class LocalPool:
         self.judges = {
             m.vendor: Judge(m, endpoints[m.vendor], config.judge, limiter=limiters[m.vendor],
                             max_batch=config.settings(m.vendor).max_batch, seed=config.seed,
-                            prices=_judge_prices(config, m.vendor), cache_breakpoints=config.settings(m.vendor).cache_breakpoints)
+                            prices=_judge_prices(config, m.vendor), cache_breakpoints=config.settings(m.vendor).cache_breakpoints,
+                            api=config.settings(m.vendor).api)
             for m in config.roster
         }
         self.elicitors = {
             v: Elicitor(endpoints[v], limiters[v], vendor=v, max_tokens=config.elicit_max_tokens,
-                        prices=_model_prices(config, models, v), seed=config.seed)
+                        prices=_model_prices(config, models, v), seed=config.seed, api=config.settings(v).api)
             for v in dict.fromkeys(config.vendor_of(m) for m in models)
         }
 

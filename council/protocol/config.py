@@ -100,6 +100,9 @@ class VendorSettings(_Frozen):
     # mark cache breakpoints, for providers that cache only where a request marks it: Anthropic models, directly or
     # through OpenRouter (council.transport.client.marked)
     cache_breakpoints: bool = False
+    # the wire format of the vendor's calls, synchronous and batched: OpenAI-compatible chat completions, or
+    # Anthropic's native Messages API (council.transport.wire)
+    api: Literal["openai", "anthropic"] = "openai"
 
     @property
     def limits(self) -> Limits:

@@ -215,6 +215,8 @@ COMMENTS: dict[str, str] = {
     "vendors.cache_breakpoints": "mark cache breakpoints (the system prompt, round one's prompt), for providers "
                                  "that cache only where a request marks it: Anthropic models, directly or through "
                                  "OpenRouter",
+    "vendors.api": "the wire format of the vendor's calls: \"openai\" (chat completions, OpenAI-compatible) or "
+                   "\"anthropic\" (Anthropic's Messages API, x-api-key auth)",
 }
 """One line per field (``table.field`` inside a table), for :func:`example_toml`."""
 

@@ -87,7 +87,7 @@ async def _ask_judge(model: str, vendor: str, config: CouncilConfig, provider_ur
                       concurrency=settings.concurrency, seed=config.seed)
     judge = Judge(MemberSpec(vendor=vendor, judge_model=model), provider_endpoint(provider_url, config), config.judge,
                   limiter=limiter, max_batch=settings.max_batch, seed=config.seed,
-                  prices=config.rates_for(model, vendor))
+                  prices=config.rates_for(model, vendor), api=settings.api)
     params, asked = config.judge, 0
     pending: set[asyncio.Future[JudgeCallRecord]] = set()
     with open(out, "ab") as handle:

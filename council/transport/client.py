@@ -1,6 +1,7 @@
-"""An OpenAI-compatible chat-completions client on aiohttp: one session per vendor, per-phase timeouts,
-retries on transient faults that honour the provider's hints, with jitter, and a circuit breaker
-(:mod:`council.transport.breaker`). aiohttp errors stop here and leave as :class:`ProviderError`.
+"""A chat client on aiohttp: one session per vendor, per-phase timeouts, retries on transient faults that
+honour the provider's hints, with jitter, and a circuit breaker (:mod:`council.transport.breaker`). aiohttp
+errors stop here and leave as :class:`ProviderError`. The vendor's wire format (``VendorSettings.api``:
+OpenAI-compatible chat completions, or Anthropic's Messages API) is :mod:`council.transport.wire`'s.
 
 Failures come in two kinds:
 
@@ -16,7 +17,7 @@ Every message is one line that starts with ``<vendor>: <base URL>: `` and never 
 
 A vendor that caches prompts only where a request marks it (Anthropic's models, directly or through OpenRouter
 or LiteLLM) gets its cache breakpoints marked when the client is built with ``cache_breakpoints``
-(:func:`marked`).
+(:func:`council.transport.wire.marked`).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from council.protocol.config import Endpoint
 from council.transport.breaker import Breaker
 from council.transport.limiter import Limiter
 from council.transport.quota import estimate_tokens
+from council.transport.wire import Api, MalformedReply, wire_for
 
 RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 520, 522, 524, 529})
 
@@ -99,19 +101,20 @@ def _duration_s(text: str | None) -> float | None:
 
 
 class ChatClient:
-    """Chat completions against one OpenAI-compatible endpoint, for one vendor (``vendor`` names it in
-    error messages). Create and use inside one event loop. With ``cache_breakpoints`` every request is sent
-    with its cache breakpoints marked (:func:`marked`)."""
+    """Chat calls against one endpoint, for one vendor (``vendor`` names it in error messages), in the wire
+    format ``api`` names. Create and use inside one event loop. With ``cache_breakpoints`` every request is sent
+    with its cache breakpoints marked (:func:`council.transport.wire.marked`)."""
 
     def __init__(self, endpoint: Endpoint, *, seed: int | None = None, limiter: Limiter | None = None,
-                 vendor: str = "", cache_breakpoints: bool = False) -> None:
+                 vendor: str = "", cache_breakpoints: bool = False, api: Api = "openai") -> None:
         self.endpoint = endpoint
         self.limiter = limiter
         self.vendor = vendor
         self.cache_breakpoints = cache_breakpoints
+        self.wire = wire_for(api)
         self._session: aiohttp.ClientSession | None = None
         self._rng = random.Random(seed)
-        self._url = endpoint.base_url + "/chat/completions"
+        self._url = endpoint.base_url + self.wire.path
         self._secret = ""
         policy = endpoint.retry
         self.breaker = Breaker(window_s=policy.breaker_window_s, min_failures=policy.breaker_min_failures,
@@ -130,7 +133,7 @@ class ChatClient:
             self._session = aiohttp.ClientSession(
                 timeout=aiohttp.ClientTimeout(total=t.total_s, sock_connect=t.connect_s, sock_read=t.read_s),
                 connector=aiohttp.TCPConnector(limit=0, ttl_dns_cache=300),  # concurrency is the limiter's
-                headers={"Authorization": f"Bearer {self._secret}", "Content-Type": "application/json"},
+                headers=self.wire.headers(self._secret),
                 json_serialize=lambda obj: orjson.dumps(obj).decode(),
             )
         return self._session
@@ -160,13 +163,8 @@ class ChatClient:
         limiter (the first one not the limiter if the caller has ``admitted`` it already) and reports back
         what it cost. Raises :class:`ProviderUnavailable` at once on a permanent failure or an open
         breaker, :class:`ProviderError` when the transient faults outlast the attempts."""
-        body: dict[str, Any] = {
-            "model": model, "messages": marked(messages) if self.cache_breakpoints else messages,
-            "temperature": temperature, "max_tokens": max_tokens,
-        }
-        if response_format is not None:
-            body["response_format"] = response_format
-        payload = orjson.dumps(body)
+        payload = orjson.dumps(self.wire.body(model, messages, temperature=temperature, max_tokens=max_tokens,
+                                              response_format=response_format, cache_breakpoints=self.cache_breakpoints))
         started = time.perf_counter()
         last: ProviderError | None = None
         limiter = self.limiter
@@ -235,10 +233,12 @@ class ChatClient:
                 raw = await resp.read()
                 if resp.status == 200:
                     try:
-                        result = _result(raw, attempt, time.perf_counter() - started)
-                    except ProviderError as exc:  # a billed answer we cannot read: the provider counted it
+                        reply = self.wire.reply(raw)
+                    except MalformedReply as exc:  # a billed answer we cannot read: the provider counted it
                         settle(estimate)
                         return ProviderError(f"{self.where}: {model}: {self._clean(str(exc))}", attempts=attempt), None
+                    result = ChatResult(reply.content, reply.finish_reason, reply.usage, attempt,
+                                        time.perf_counter() - started)
                     settle(result.usage.total_tokens)
                     if limiter:
                         limiter.announced(*_announced(resp.headers))
@@ -263,9 +263,9 @@ class ChatClient:
 
     def _http_error(self, model: str, status: int, raw: bytes, attempt: int, hint: float | None) -> ProviderError:
         """The error for a non-200 answer, permanent (:class:`ProviderUnavailable`) or not."""
-        text, code = _error_text(raw)
-        text = self._clean(text)
-        path = "/chat/completions"
+        error = self.wire.error(status, raw)
+        text = self._clean(error.text)
+        path = self.wire.path
         said = f": {text}" if text else ""
         cause: str | None = None
         if status == 401:
@@ -274,16 +274,16 @@ class ChatClient:
         elif status == 403:
             cause = f"HTTP 403 for {path} (access denied for this key or model){said}"
         elif status == 404:
-            if _names_missing_model(text, code):
+            if error.unknown_model:
                 cause = f"HTTP 404: unknown model {model!r}{said}"
             elif not _VERSIONED.search(urlsplit(self.endpoint.base_url).path):
                 cause = f"HTTP 404 for {path} (is the base URL missing /v1?)"
             else:
                 cause = f"HTTP 404 for {path} (is the base URL right?){said}"
-        elif status == 400 and _names_missing_model(text, code):
+        elif status == 400 and error.unknown_model:
             cause = f"HTTP 400: unknown model {model!r}{said}"
-        elif status == 429 and code == "insufficient_quota":
-            cause = f"HTTP 429: the account has no quota left{said}"
+        elif error.no_quota:
+            cause = f"HTTP {status}: the account has no quota left{said}"
         if cause is not None:
             return ProviderUnavailable(f"{self.where}: {cause}", status=status, attempts=attempt)
         message = f"{self.where}: {model}: HTTP {status}{said}"
@@ -296,46 +296,12 @@ class ChatClient:
         return one_line(text, self._secret)
 
 
-def marked(messages: list[dict[str, str]]) -> list[dict[str, Any]]:
-    """``messages`` with two cache breakpoints marked, for a provider that caches only up to a content block
-    marked ``cache_control`` (and only when the whole prefix up to it is identical to an earlier request's):
-    the system message, which every request of a run shares, and the user message that ends round one's prompt
-    (the last user message before the first assistant message, or the last one when there is none), which a
-    judge-v3 round two (and a repair) repeats after it. Round one's request marks that message as it is written,
-    so round two's prefix up to the breakpoint is the same bytes. A marked message is sent as one text part,
-    ``[{"type": "text", "text": ..., "cache_control": {"type": "ephemeral"}}]``; every other message, and a
-    content that is not a string, is sent as it is. Two breakpoints, within the four a request may mark."""
-    roles = [m.get("role") for m in messages]
-    first_reply = roles.index("assistant") if "assistant" in roles else len(messages)
-    users = [i for i in range(first_reply) if roles[i] == "user"]
-    marks = {i for i, role in enumerate(roles) if role == "system"} | set(users[-1:])
-    out: list[dict[str, Any]] = []
-    for i, message in enumerate(messages):
-        content = message.get("content")
-        if i in marks and isinstance(content, str):
-            part = {"type": "text", "text": content, "cache_control": {"type": "ephemeral"}}
-            message = {**message, "content": [part]}
-        out.append(message)
-    return out
-
-
 def _unavailable(exc: ProviderUnavailable, last: ProviderError) -> ProviderUnavailable:
     exc.attempts, exc.status = last.attempts, last.status
     return exc
 
 
 _VERSIONED = re.compile(r"/v\d|/openai\b|/api\b", re.IGNORECASE)
-_MISSING_MODEL = re.compile(
-    r"\bmodel\b.*\b(does not exist|do(es)? not have access|not found|no such|is not a valid|unknown)\b"
-    r"|\b(unknown|invalid|unsupported) model\b|\bno model\b",
-    re.IGNORECASE,
-)
-
-
-def _names_missing_model(text: str, code: str | None) -> bool:
-    return code in ("model_not_found", "model_not_available") or bool(_MISSING_MODEL.search(text))
-
-
 def one_line(text: str, secret: str = "", limit: int = 300) -> str:
     """``text`` on one line, secrets (``secret`` itself, the environment's keys, an Authorization value with
     its scheme word, key-shaped words) redacted as the logs redact them, cut."""
@@ -403,41 +369,3 @@ def _announced(headers: Any) -> tuple[float | None, float | None]:
         except ValueError:
             out.append(None)
     return out[0], out[1]
-
-
-def _result(raw: bytes, attempts: int, latency_s: float) -> ChatResult:
-    try:
-        data = orjson.loads(raw)
-        choice = data["choices"][0]
-        content = choice["message"].get("content")
-        usage = data.get("usage") or {}
-        details = usage.get("prompt_tokens_details") or {}
-        return ChatResult(
-            content=content if isinstance(content, str) else None,
-            finish_reason=choice.get("finish_reason"),
-            usage=Usage(
-                prompt_tokens=int(usage.get("prompt_tokens") or 0),
-                completion_tokens=int(usage.get("completion_tokens") or 0),
-                total_tokens=int(usage.get("total_tokens") or 0),
-                reasoning_tokens=int((usage.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0),
-                cached_tokens=int(details.get("cached_tokens") or 0),
-                cache_write_tokens=int(details.get("cache_write_tokens") or 0),  # OpenRouter's name for it
-            ),
-            attempts=attempts,
-            latency_s=latency_s,
-        )
-    except (orjson.JSONDecodeError, KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
-        raise ProviderError(f"malformed completion body ({type(exc).__name__}): {raw[:120]!r}", attempts=attempts)
-
-
-def _error_text(raw: bytes) -> tuple[str, str | None]:
-    """The provider's error message and code from an OpenAI-shaped error body, else the body's start."""
-    try:
-        data = orjson.loads(raw)
-        if isinstance(data, dict) and isinstance(data.get("error"), dict):
-            error = data["error"]
-            code = error.get("code")
-            return str(error.get("message", ""))[:300], str(code) if code is not None else None
-    except orjson.JSONDecodeError:
-        pass
-    return raw[:300].decode(errors="replace"), None

@@ -31,6 +31,7 @@ from council.protocol.prompts import (
 from council.transport.client import ChatClient
 from council.transport.limiter import Limiter, LocalLedger
 from council.transport.quota import QuotaLedger, choose_batch_size, estimate_tokens
+from council.transport.wire import Api
 
 RESPONSE_FORMAT = {"type": "json_schema", "json_schema": VERDICT_SCHEMA}
 BATCH_RESPONSE_FORMAT = {"type": "json_schema", "json_schema": BATCH_VERDICT_SCHEMA}
@@ -79,13 +80,15 @@ class Judge:
     def __init__(
         self, member: MemberSpec, endpoint: Endpoint, params: JudgeParams, *, limiter: Limiter | None = None,
         max_batch: int = 1, seed: int = 0, prices: tuple[float, ...] = (0.0, 0.0), cache_breakpoints: bool = False,
+        api: Api = "openai",
     ) -> None:
         self.member = member
         self.params = params
         self.max_batch = max_batch
         self.prices = prices  # USD per million input, output, cache-read and cache-write tokens
         self.limiter = limiter or Limiter(LocalLedger(QuotaLedger(Limits())), f"judge:{member.vendor}")
-        self.client = ChatClient(endpoint, seed=seed, limiter=self.limiter, vendor=member.vendor, cache_breakpoints=cache_breakpoints)
+        self.client = ChatClient(endpoint, seed=seed, limiter=self.limiter, vendor=member.vendor,
+                                 cache_breakpoints=cache_breakpoints, api=api)
         self._queues: dict[int, deque[tuple[JudgeTask, asyncio.Future[JudgeCallRecord]]]] = {1: deque(), 2: deque()}
         self._work = asyncio.Event()
         self._pump_task: asyncio.Task[None] | None = None
