@@ -255,6 +255,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help=f"bank whose responses' truth it knows (default: {SAMPLE_BANK_HELP})")
     sim.add_argument("--responses", type=Path, default=bank.SAMPLE_RESPONSES, metavar="FILE",
                      help=f"responses with gold verdicts (default: {SAMPLE_RESPONSES_HELP})")
+    sim.add_argument("--batch-completion-s", type=positive, metavar="S",
+                     help="seconds a batch (either batch API) takes from creation to its end (default: the "
+                     "config's batch_completion_s, 3)")
     return parser
 
 
@@ -723,6 +726,8 @@ def _sim(args: argparse.Namespace) -> int:
     items = bank.load_bank(args.bank)
     rows = bank.load_responses(args.responses, items)
     config = SimConfig.from_file(args.config) if args.config else SimConfig.planted(seed=args.seed)
+    if args.batch_completion_s is not None:
+        config = config.model_copy(update={"batch_completion_s": args.batch_completion_s})
     serve(config, TruthTable.from_rows(items, rows), args.host, args.port)
     return EXIT_OK
 

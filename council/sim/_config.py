@@ -114,6 +114,22 @@ class VendorBehaviour(BaseModel):
     of its own breakpoints, all of it (``prompt_cache_block_tokens`` does not apply); a request that marks nothing
     is served nothing. The usage also gives ``prompt_tokens_details.cache_write_tokens``, as OpenRouter does."""
 
+    # The batch APIs (``council.sim._batches``): their own queue and their own faults, all off by default.
+    batch_queue_tokens: int = Field(default=0, ge=0)
+    """Prompt tokens the vendor holds enqueued across its unfinished batches; a batch that would go over is
+    refused (OpenAI: status ``failed``, code ``token_limit_exceeded``; Anthropic: 429 ``rate_limit_error``).
+    0 = unlimited."""
+    batch_expire_rate: float = Field(default=0.0, ge=0.0, le=1.0)
+    """P(a batch expires with only ``batch_expire_done`` of its requests done; the rest are ``expired``)."""
+    batch_expire_done: float = Field(default=0.5, ge=0.0, le=1.0)
+    """The fraction of an expiring batch's requests done before it expires."""
+    batch_error_rate: float = Field(default=0.0, ge=0.0, le=1.0)
+    """P(a request inside a batch fails with a server error: OpenAI's error file, Anthropic's ``errored``);
+    not billed."""
+    batch_fail_rate: float = Field(default=0.0, ge=0.0, le=1.0)
+    """P(a well-formed batch is refused as a whole: OpenAI status ``failed`` (code ``server_error``), Anthropic
+    every request ``errored`` (``api_error``)); nothing billed."""
+
     # Graded items (a bank ``scale``; the rules are in ``council.sim._grading``). The defaults change nothing
     # for correct / incorrect items, and give an unbiased judge on graded ones.
     leniency: float = 0.0
@@ -214,6 +230,9 @@ class SimConfig(BaseModel):
     at least one token) and refill at ``limit / 60`` per second."""
     timeout_s: float = Field(default=30.0, ge=0.0)
     """How long a stalled request (``timeout_rate``) stalls before it is answered, in seconds."""
+    batch_completion_s: float = Field(default=3.0, ge=0.0)
+    """How long a batch (either batch API) takes from its creation to its end, in seconds of the provider's
+    clock; its requests are answered one by one in between (in a seeded order, not the request order)."""
     models: dict[str, ModelBehaviour] = Field(default_factory=dict)
     """Models under test by model id (``"openai/gpt-4o-mini"``); others answer as ``default_model``."""
     default_model: ModelBehaviour = Field(default_factory=ModelBehaviour)

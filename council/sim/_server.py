@@ -4,7 +4,9 @@ It answers as a council judge, or, when the system message asks for a stated con
 answer, as a model under test (see ``council.sim._eliciting``); both draw on the vendor's one quota.
 
 Routes: ``POST /v1/chat/completions``, ``GET /v1/models`` (both need ``Authorization: Bearer <anything>``),
-and the unauthenticated test hooks ``GET /v1/sim/stats`` and ``POST /v1/sim/reset``.
+and the unauthenticated test hooks ``GET /v1/sim/stats`` and ``POST /v1/sim/reset``; Anthropic's native
+``POST /v1/messages`` (``council.sim._messages``: the same answers in Anthropic's shape) and both providers'
+batch APIs, ``/v1/files`` + ``/v1/batches`` and ``/v1/messages/batches`` (``council.sim._batches``).
 
 A message's ``content`` is a string or, as the chat API allows, a list of text parts (read as their texts run
 together; any other part type is a 400). A part may carry ``cache_control: {"type": "ephemeral"}``: a vendor
@@ -23,7 +25,9 @@ world does not know, counted as no vendor), prose_json and fenced (replies whose
 inside a ```json fence), and the transport faults served: stalls (``timeout_rate``), resets, bad_bodies,
 slow_answers and storm_429s (429s of a storm, also counted in rate_limited), and cached_tokens (billed prompt
 tokens served from the prompt cache, ``council.sim._cache``: part of prompt_tokens). Everything counted on receipt
-is counted billed or not.
+is counted billed or not. Requests answered inside the batch APIs (``council.sim._batches``) are counted in the
+same counters when their result is produced, and also in batch_requests, batch_billed and batch_billed_twice
+(batch requests billed under a ``(model, custom_id)`` already billed in any batch since the last reset).
 
 Billing is truthful: ``billed`` counts the chat requests whose work was done and whose 200 status line went
 out, whatever happened next: an answer whose body is then cut or unreadable (``bad_body_rate``) or trickled
@@ -60,6 +64,7 @@ import itertools
 import math
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
@@ -79,6 +84,7 @@ _STAT_KEYS = (
     "requests", "rate_limited", "billed", "errors", "prompt_tokens", "completion_tokens", "batched_items",
     "elicitations", "reasoning_tokens", "own_vendor_rows", "unknown_producers", "prose_json", "fenced",
     "stalls", "resets", "bad_bodies", "slow_answers", "storm_429s", "cached_tokens",
+    "batch_requests", "batch_billed", "batch_billed_twice",
 )
 _RESPONSE_FORMATS = frozenset({"text", "json_object", "json_schema"})
 MAX_BREAKPOINTS = 4  # cache_control blocks a request may mark, at a vendor caching at breakpoints (Anthropic's limit)
@@ -124,6 +130,8 @@ class _State:
         self.ids = itertools.count(1)
         self.requests: list[dict[str, Any]] | None = [] if record_requests else None
         self.answers: list[dict[str, Any]] | None = [] if record_requests else None
+        self.batch_billed_ids: set[tuple[str, str]] = set()  # (model, custom_id) of every batch request billed
+        self.before_stats: list[Callable[[], None]] = []  # brings the batches up to now before a count is read
         for model in JUDGES.values():
             self.model(model)
 
@@ -140,6 +148,8 @@ class _State:
         return got
 
     def stats(self) -> dict[str, Any]:
+        for catch_up in self.before_stats:
+            catch_up()
         models = {mid: m.stats.as_dict() for mid, m in self.models.items()}
         vendors: dict[str, dict[str, int]] = {}
         for m in self.models.values():
@@ -155,6 +165,7 @@ class _State:
             self.requests.clear()
         if self.answers is not None:
             self.answers.clear()
+        self.batch_billed_ids.clear()
         if quotas:
             self.quota.reset()
 
@@ -621,6 +632,10 @@ def build_app(
     app.router.add_get("/v1/models", _models)
     app.router.add_get("/v1/sim/stats", _stats)
     app.router.add_post("/v1/sim/reset", _reset)
+    from council.sim import _batches, _messages  # they build on this module: imported once it is complete
+
+    _messages.add_routes(app)
+    _batches.add_routes(app)
     return app
 
 
