@@ -71,6 +71,13 @@ def test_the_openai_body_has_only_fields_the_sdk_declares(cache_breakpoints):
     assert body["response_format"] == FORMAT and body["messages"][0]["role"] == "system"
 
 
+def test_the_openai_body_is_the_one_the_client_always_sent():
+    plain = OpenAIWire().body("m", MESSAGES, temperature=0.5, max_tokens=9)
+    assert plain == {"model": "m", "messages": MESSAGES, "temperature": 0.5, "max_tokens": 9}
+    assert list(OpenAIWire().body("m", MESSAGES, temperature=0.5, max_tokens=9, response_format=FORMAT)) == [
+        "model", "messages", "temperature", "max_tokens", "response_format"]
+
+
 @pytest.mark.parametrize("cache_breakpoints", [False, True])
 def test_the_anthropic_body_has_only_fields_the_sdk_declares(cache_breakpoints):
     body = anthropic_body(cache_breakpoints=cache_breakpoints)
@@ -132,8 +139,9 @@ def test_an_anthropic_message_reads_only_its_text_blocks_and_counts_thinking():
     reply = AnthropicWire().reply(message.model_dump_json().encode())
     assert reply.content == "ok"
     assert reply.usage == Usage(prompt_tokens=5, completion_tokens=30, total_tokens=35, reasoning_tokens=20)
-    no_text = sdk_message(content=[], stop_reason="max_tokens")
-    assert AnthropicWire().reply(no_text.model_dump_json().encode()).content is None
+    thinking_only = sdk_message(content=[{"type": "thinking", "thinking": "hmm", "signature": "sig"}],
+                                stop_reason="max_tokens")
+    assert AnthropicWire().reply(thinking_only.model_dump_json().encode()).content is None
 
 
 def test_an_openai_completion_reads_as_before():
