@@ -7,7 +7,7 @@ Failures come in two kinds:
 
 - **permanent**: retrying cannot help (connection refused, unknown host, TLS failure, HTTP 401, 403, 404 for
   a wrong base URL or an unknown model, a 400 saying the model does not exist, a 429 saying the account
-  has no quota left). Never retried: :class:`ProviderUnavailable` at once, and the vendor's breaker opens.
+  has no quota left, Anthropic's ``billing_error``). Never retried: :class:`ProviderUnavailable` at once, and the vendor's breaker opens.
 - **transient**: 429, 5xx, 408, timeouts, connections reset or closed mid-response, bodies that are not
   valid JSON or are cut short. Retried with backoff as :class:`RetryPolicy` allows; a call that runs out of
   attempts raises :class:`ProviderError` (or :class:`RateLimited`).
