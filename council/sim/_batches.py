@@ -216,7 +216,8 @@ class BatchStore:
         """A batch created now: its answer order, what it enqueues, and its faults drawn (the batch's own
         stream, so the synchronous requests' draws are left alone)."""
         bid = self.new_id(prefix)
-        b = _Batch(bid, api, custom_ids, bodies, self.st.clock(), random.Random(f"sim-batch:{self.st.config.seed}:{bid}"))
+        rng = random.Random(f"sim-batch:{self.st.config.seed}:{bid}")
+        b = _Batch(bid, api, custom_ids, bodies, self.st.clock(), rng)
         b.order = list(range(len(bodies)))
         b.rng.shuffle(b.order)
         vendors = []
@@ -265,7 +266,8 @@ async def _read_capped(stream: Any, cap: int) -> bytes | None:
         chunks.append(chunk)
 
 
-def _page(items: list[Any], limit: int, after: str | None, before: str | None, key: Callable[[Any], str]) -> tuple[list[Any], bool]:
+def _page(items: list[Any], limit: int, after: str | None, before: str | None,
+          key: Callable[[Any], str]) -> tuple[list[Any], bool]:
     """The page of ``items`` (newest first) after the id ``after`` or before the id ``before``, and whether more
     follow."""
     ids = [key(x) for x in items]
@@ -423,7 +425,8 @@ async def _create_batch(request: web.Request) -> web.Response:
     if not isinstance(body, dict):
         return _error(400, "The request body must be a JSON object.", "invalid_request_error")
     if body.get("endpoint") != _ENDPOINT:
-        return _error(400, f"The embedded provider batches {_ENDPOINT} only.", "invalid_request_error", None, "endpoint")
+        return _error(400, f"The embedded provider batches {_ENDPOINT} only.", "invalid_request_error", None,
+                      "endpoint")
     if body.get("completion_window") != "24h":
         return _error(400, "completion_window must be '24h'.", "invalid_request_error", None, "completion_window")
     metadata = body.get("metadata")
