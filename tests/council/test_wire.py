@@ -271,3 +271,15 @@ async def test_a_malformed_anthropic_reply_is_a_provider_error(messages_api, mon
     await chat.close()
     assert not isinstance(info.value, ProviderUnavailable)
     assert str(info.value).startswith(f"anthropic: {url}: claude-sonnet-4-5: malformed message body (KeyError)")
+
+
+async def test_an_anthropic_account_without_credit_stops_at_once(messages_api, monkeypatch):
+    monkeypatch.setenv("COUNCIL_TEST_ANTHROPIC_KEY", KEY)
+    recorder = Recorder([(400, anthropic_error("billing_error", "Your credit balance is too low"))])
+    url = await messages_api(recorder)
+    chat = client(url)
+    with pytest.raises(ProviderUnavailable) as info:
+        await chat.chat("claude-sonnet-4-5", MESSAGES)
+    await chat.close()
+    assert str(info.value).startswith(f"anthropic: {url}: HTTP 400: the account has no quota left: Your credit")
+    assert len(recorder.requests) == 1 and chat.breaker.state == "open"
