@@ -24,6 +24,10 @@ abstention, truncation, reasoning tokens) for the items the table knows (``Truth
 and records in the table the verdict each answer it wrote deserves, under the text it wrote, so the
 simulated judges then grade those answers against the truth; ``SimServer.answers`` (with
 ``record_requests``) holds what each model wrote and meant.
+
+The same answers are served through Anthropic's native Messages API (``POST /v1/messages``,
+``council.sim._messages``) and through both providers' batch APIs (OpenAI's ``/v1/files`` + ``/v1/batches``,
+Anthropic's ``/v1/messages/batches``; ``council.sim._batches``), in their documented shapes.
 """
 
 from council.sim._config import ModelBehaviour, ProbeProfile, SimConfig, VendorBehaviour

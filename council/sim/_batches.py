@@ -44,7 +44,7 @@ import itertools
 import random
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -134,7 +134,7 @@ class BatchStore:
         if b.end is not None:
             return
         if b.cancel_at is not None:  # cancelling lasts until the batch is next looked at
-            self._finish(b, "cancelled", now)
+            self.finish(b, "cancelled", now)
             return
         n, span, elapsed = len(b.bodies), self.st.config.batch_completion_s, now - b.created
         due = n if elapsed >= span else int(n * elapsed / span)
@@ -144,7 +144,7 @@ class BatchStore:
             self._produce(b, b.order[b.done])
             b.done += 1
         if elapsed >= span:
-            self._finish(b, "completed" if b.done == n else "expired", b.created + span)
+            self.finish(b, "completed" if b.done == n else "expired", b.created + span)
 
     def cancel(self, b: _Batch) -> None:
         now = self.st.clock()
@@ -191,7 +191,9 @@ class BatchStore:
         self.st.batch_billed_ids.add(key)
         return 200, reply
 
-    def _finish(self, b: _Batch, end: str, at: float) -> None:
+    def finish(self, b: _Batch, end: str, at: float) -> None:
+        """End ``b`` as ``end`` at ``at``: the requests left are expired or cancelled, OpenAI's result files
+        written."""
         b.end, b.ended = end, at
         left = [b.custom_ids[i] for i in b.order[b.done:]]
         if b.api == "anthropic":
@@ -253,11 +255,12 @@ def _jsonl(lines: list[dict[str, Any]]) -> bytes:
     return b"".join(orjson.dumps(line) + b"\n" for line in lines)
 
 
-async def _read_capped(stream: Any, cap: int) -> bytes | None:
-    """All of ``stream`` (a request body or a multipart part), or None when it holds more than ``cap`` bytes."""
+async def _read_capped(read: Callable[[int], Awaitable[bytes]], cap: int) -> bytes | None:
+    """All that ``read`` (of a request body or a multipart part) gives, or None when it is more than ``cap``
+    bytes. Read past aiohttp's ``client_max_size`` (32 MB), which bounds the chat requests only."""
     chunks, size = [], 0
     while True:
-        chunk = await (stream.read_chunk(1 << 16) if hasattr(stream, "read_chunk") else stream.read(1 << 16))
+        chunk = await read(1 << 16)
         if not chunk:
             return b"".join(chunks)
         size += len(chunk)
@@ -379,7 +382,7 @@ async def _upload(request: web.Request) -> web.Response:
             purpose = (await part.read()).decode()
         elif part.name == "file":
             filename = part.filename or filename
-            data = await _read_capped(part, OPENAI_MAX_BYTES)
+            data = await _read_capped(part.read_chunk, OPENAI_MAX_BYTES)
             if data is None:
                 return _error(400, f"Batch input files may be at most {OPENAI_MAX_BYTES // 2**20} MB.",
                               "invalid_request_error", None, "file")
@@ -448,7 +451,7 @@ async def _create_batch(request: web.Request) -> web.Response:
     store.batches[b.id] = b
     if errors:
         b.errors, b.bodies, b.queued = errors, [], {}
-        store._finish(b, "failed", b.created)
+        store.finish(b, "failed", b.created)
     return _json(_openai_view(store, b, "validating"))
 
 
@@ -553,7 +556,7 @@ async def _create_message_batch(request: web.Request) -> web.Response:
         return refused
     store = request.app[BATCHES]
     store.catch_up()
-    raw = await _read_capped(request.content, ANTHROPIC_MAX_BYTES)
+    raw = await _read_capped(request.content.read, ANTHROPIC_MAX_BYTES)
     if raw is None:
         return _anthropic_error(413, "request_too_large", f"A batch may be at most {ANTHROPIC_MAX_BYTES // 2**20} MB.")
     try:
