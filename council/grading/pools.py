@@ -58,22 +58,22 @@ class LocalPool:
         self.ledgers: dict[str, QuotaLedger] = {}
         self.limiters: dict[str, Limiter] = {}
         limiters = self.limiters
+        settings = {v: config.settings(v) for v in vendors}
         for v in vendors:
-            settings = config.settings(v)
             if ledger is None:
-                self.ledgers[v] = QuotaLedger(settings.limits)
+                self.ledgers[v] = QuotaLedger(settings[v].limits)
             handle = LocalLedger(self.ledgers[v]) if ledger is None else ledger(v)
-            limiters[v] = Limiter(handle, f"{holder}:{v}", concurrency=settings.concurrency, seed=config.seed)
+            limiters[v] = Limiter(handle, f"{holder}:{v}", concurrency=settings[v].concurrency, seed=config.seed)
         self.judges = {
             m.vendor: Judge(m, endpoints[m.vendor], config.judge, limiter=limiters[m.vendor],
-                            max_batch=config.settings(m.vendor).max_batch, seed=config.seed,
-                            prices=_judge_prices(config, m.vendor), cache_breakpoints=config.settings(m.vendor).cache_breakpoints,
-                            api=config.settings(m.vendor).api)
+                            max_batch=settings[m.vendor].max_batch, seed=config.seed,
+                            prices=_judge_prices(config, m.vendor), cache_breakpoints=settings[m.vendor].cache_breakpoints,
+                            api=settings[m.vendor].api)
             for m in config.roster
         }
         self.elicitors = {
             v: Elicitor(endpoints[v], limiters[v], vendor=v, max_tokens=config.elicit_max_tokens,
-                        prices=_model_prices(config, models, v), seed=config.seed, api=config.settings(v).api)
+                        prices=_model_prices(config, models, v), seed=config.seed, api=settings[v].api)
             for v in dict.fromkeys(config.vendor_of(m) for m in models)
         }
 

@@ -52,7 +52,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from council.sim._messages import MESSAGES, anthropic_headers_refusal, error_body, read_params
+from council.sim._messages import MESSAGES, anthropic_headers_refusal, read_params, refusal
 from council.sim._server import (
     CHAT, STATE, Face, Parsed, Work, _authorized, _BadBody, _error, _est_tokens, _json, _State,
     _UNAUTHORIZED, bill, read_body, receive,
@@ -290,6 +290,25 @@ def _limit(request: web.Request, most: int) -> int | None:
     return limit if 1 <= limit <= most else None
 
 
+def _openai_store(request: web.Request) -> BatchStore | web.Response:
+    """The provider's files and batches, brought up to now, or the refusal of a request without a key."""
+    if not _authorized(request):
+        return _error(*_UNAUTHORIZED)
+    store = request.app[BATCHES]
+    store.catch_up()
+    return store
+
+
+def _anthropic_store(request: web.Request) -> BatchStore | web.Response:
+    """The provider's batches, brought up to now, or the refusal of a request without a key or a version."""
+    refused = anthropic_headers_refusal(request)
+    if refused is not None:
+        return refused
+    store = request.app[BATCHES]
+    store.catch_up()
+    return store
+
+
 # ---- OpenAI: files and batches ----------------------------------------------------------------------------
 
 
@@ -395,10 +414,9 @@ async def _upload(request: web.Request) -> web.Response:
 
 
 def _openai_file(request: web.Request) -> tuple[dict[str, Any], bytes] | web.Response:
-    if not _authorized(request):
-        return _error(*_UNAUTHORIZED)
-    store = request.app[BATCHES]
-    store.catch_up()
+    store = _openai_store(request)
+    if isinstance(store, web.Response):
+        return store
     fid = request.match_info["file_id"]
     got = store.files.get(fid)
     if got is None:
@@ -417,10 +435,9 @@ async def _file_content(request: web.Request) -> web.Response:
 
 
 async def _create_batch(request: web.Request) -> web.Response:
-    if not _authorized(request):
-        return _error(*_UNAUTHORIZED)
-    store = request.app[BATCHES]
-    store.catch_up()
+    store = _openai_store(request)
+    if isinstance(store, web.Response):
+        return store
     try:
         body = orjson.loads(await request.read())
     except orjson.JSONDecodeError:
@@ -456,10 +473,9 @@ async def _create_batch(request: web.Request) -> web.Response:
 
 
 def _openai_batch(request: web.Request) -> _Batch | web.Response:
-    if not _authorized(request):
-        return _error(*_UNAUTHORIZED)
-    store = request.app[BATCHES]
-    store.catch_up()
+    store = _openai_store(request)
+    if isinstance(store, web.Response):
+        return store
     b = store.batches.get(request.match_info["batch_id"])
     if b is None or b.api != "openai":
         return _error(404, f"No batch found with id '{request.match_info['batch_id']}'.", "invalid_request_error",
@@ -484,10 +500,9 @@ async def _cancel_batch(request: web.Request) -> web.Response:
 
 
 async def _list_batches(request: web.Request) -> web.Response:
-    if not _authorized(request):
-        return _error(*_UNAUTHORIZED)
-    store = request.app[BATCHES]
-    store.catch_up()
+    store = _openai_store(request)
+    if isinstance(store, web.Response):
+        return store
     limit = _limit(request, 100)
     if limit is None:
         return _error(400, "limit must be an integer from 1 to 100.", "invalid_request_error", None, "limit")
@@ -524,10 +539,6 @@ def _anthropic_view(request: web.Request, store: BatchStore, b: _Batch) -> dict[
     }
 
 
-def _anthropic_error(status: int, type_: str, message: str) -> web.Response:
-    return _json(error_body(type_, message), status)
-
-
 def _check_requests(body: Any) -> tuple[list[str], list[Any]] | str:
     """The custom ids and params of a batch's requests, or what is wrong with them."""
     requests = body.get("requests") if isinstance(body, dict) else None
@@ -551,39 +562,35 @@ def _check_requests(body: Any) -> tuple[list[str], list[Any]] | str:
 
 
 async def _create_message_batch(request: web.Request) -> web.Response:
-    refused = anthropic_headers_refusal(request)
-    if refused is not None:
-        return refused
-    store = request.app[BATCHES]
-    store.catch_up()
+    store = _anthropic_store(request)
+    if isinstance(store, web.Response):
+        return store
     raw = await _read_capped(request.content.read, ANTHROPIC_MAX_BYTES)
     if raw is None:
-        return _anthropic_error(413, "request_too_large", f"A batch may be at most {ANTHROPIC_MAX_BYTES // 2**20} MB.")
+        return refusal(413, "request_too_large", f"A batch may be at most {ANTHROPIC_MAX_BYTES // 2**20} MB.")
     try:
         body = orjson.loads(raw)
     except orjson.JSONDecodeError:
         body = None
     checked = _check_requests(body)
     if isinstance(checked, str):
-        return _anthropic_error(400, "invalid_request_error", checked)
+        return refusal(400, "invalid_request_error", checked)
     b = store.new_batch("anthropic", "msgbatch_sim", *checked, read_params)
     vendor = store.over_queue(b)
     if vendor is not None:
-        return _anthropic_error(429, "rate_limit_error", f"This batch would exceed the {vendor} batch queue "
+        return refusal(429, "rate_limit_error", f"This batch would exceed the {vendor} batch queue "
                                 f"limit of enqueued tokens.")
     store.batches[b.id] = b
     return _json(_anthropic_view(request, store, b))
 
 
 def _message_batch(request: web.Request) -> _Batch | web.Response:
-    refused = anthropic_headers_refusal(request)
-    if refused is not None:
-        return refused
-    store = request.app[BATCHES]
-    store.catch_up()
+    store = _anthropic_store(request)
+    if isinstance(store, web.Response):
+        return store
     b = store.batches.get(request.match_info["batch_id"])
     if b is None or b.api != "anthropic":
-        return _anthropic_error(404, "not_found_error", f"message_batch: {request.match_info['batch_id']}")
+        return refusal(404, "not_found_error", f"message_batch: {request.match_info['batch_id']}")
     return b
 
 
@@ -607,19 +614,17 @@ async def _message_batch_results(request: web.Request) -> web.Response:
     if isinstance(got, web.Response):
         return got
     if got.end is None:
-        return _anthropic_error(400, "invalid_request_error", f"Message Batch {got.id} has not yet ended.")
+        return refusal(400, "invalid_request_error", f"Message Batch {got.id} has not yet ended.")
     return web.Response(body=_jsonl(got.answered), content_type="application/binary")
 
 
 async def _list_message_batches(request: web.Request) -> web.Response:
-    refused = anthropic_headers_refusal(request)
-    if refused is not None:
-        return refused
-    store = request.app[BATCHES]
-    store.catch_up()
+    store = _anthropic_store(request)
+    if isinstance(store, web.Response):
+        return store
     limit = _limit(request, 1000)
     if limit is None:
-        return _anthropic_error(400, "invalid_request_error", "limit: must be an integer from 1 to 1000")
+        return refusal(400, "invalid_request_error", "limit: must be an integer from 1 to 1000")
     newest = [b for b in reversed(store.batches.values()) if b.api == "anthropic"]
     page, more = _page(newest, limit, request.query.get("after_id"), request.query.get("before_id"), lambda b: b.id)
     data = [_anthropic_view(request, store, b) for b in page]

@@ -32,7 +32,8 @@ def error_body(type_: str, message: str) -> dict[str, Any]:
     return {"type": "error", "error": {"type": type_, "message": message}}
 
 
-def _refusal(status: int, type_: str, message: str, headers: dict[str, str] | None = None) -> web.Response:
+def refusal(status: int, type_: str, message: str, headers: dict[str, str] | None = None) -> web.Response:
+    """An error answered in Anthropic's shape."""
     return _json(error_body(type_, message), status, headers)
 
 
@@ -40,9 +41,9 @@ def anthropic_headers_refusal(request: web.Request) -> web.Response | None:
     """The refusal of a request without an API key or an API version (every Anthropic route needs both). The
     key comes in ``x-api-key`` or, as the ``anthropic`` SDK (2.x) sends it, ``Authorization: Bearer``."""
     if not request.headers.get("x-api-key", "").strip() and not _authorized(request):
-        return _refusal(401, "authentication_error", "x-api-key header is required")
+        return refusal(401, "authentication_error", "x-api-key header is required")
     if not request.headers.get("anthropic-version", "").strip():
-        return _refusal(400, "invalid_request_error", "anthropic-version: header is required")
+        return refusal(400, "invalid_request_error", "anthropic-version: header is required")
     return None
 
 
@@ -142,7 +143,7 @@ async def _messages(request: web.Request) -> web.StreamResponse:
             raise _BadBody(f"There was an issue with your request body: {exc}") from exc
         parsed = read_params(body)
     except _BadBody as exc:
-        return _refusal(400, "invalid_request_error", str(exc))
+        return refusal(400, "invalid_request_error", str(exc))
     return await serve_request(request, parsed, MESSAGES)
 
 

@@ -234,7 +234,7 @@ def _collect(outcomes: Iterable[tuple[str, BatchOutcome]]) -> dict[str, BatchOut
 def _reply(wire: OpenAIWire | AnthropicWire, body: Any) -> BatchOutcome:
     """The reply in a succeeded result's body, or the error saying it could not be read."""
     try:
-        return wire.reply(orjson.dumps(body))
+        return wire.reply_of(body)
     except MalformedReply as exc:
         return BatchError("malformed_result", None, str(exc))
 

@@ -70,10 +70,35 @@ def marked(messages: list[dict[str, str]]) -> list[dict[str, Any]]:
     return out
 
 
-class OpenAIWire:
+class _Wire:
+    """What both formats share: a 200 body read into a :class:`Reply` by the format's ``read``."""
+
+    noun: str
+
+    def read(self, data: Any) -> Reply:
+        raise NotImplementedError
+
+    def reply(self, raw: bytes) -> Reply:
+        """A 200 body's reply; :class:`MalformedReply` when it is not one."""
+        try:
+            return self.read(orjson.loads(raw))
+        except _DECODE_ERRORS as exc:
+            raise self._malformed(exc, raw) from None
+
+    def reply_of(self, data: Any) -> Reply:
+        """An already decoded body's reply (a batch result's), read without encoding it again."""
+        try:
+            return self.read(data)
+        except _DECODE_ERRORS as exc:
+            raise self._malformed(exc, orjson.dumps(data)) from None
+
+    def _malformed(self, exc: Exception, raw: bytes) -> MalformedReply:
+        return MalformedReply(f"malformed {self.noun} body ({type(exc).__name__}): {raw[:120]!r}")
+
+
+class OpenAIWire(_Wire):
     """OpenAI-compatible chat completions (OpenAI, OpenRouter, LiteLLM, the embedded provider)."""
 
-    api: Api = "openai"
     path = "/chat/completions"
     noun = "completion"
 
@@ -89,9 +114,6 @@ class OpenAIWire:
         if response_format is not None:
             body["response_format"] = response_format
         return body
-
-    def reply(self, raw: bytes) -> Reply:
-        return _decoded(self, raw)
 
     def read(self, data: Any) -> Reply:
         """A decoded completion (raises ``KeyError``, ``TypeError``... when it is not one)."""
@@ -132,10 +154,9 @@ _FINISH = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length",
            "model_context_window_exceeded": "length", "refusal": "content_filter", "tool_use": "tool_calls"}
 
 
-class AnthropicWire:
+class AnthropicWire(_Wire):
     """Anthropic's Messages API (``/v1/messages``), as its batches take it too."""
 
-    api: Api = "anthropic"
     path = "/messages"
     noun = "message"
 
@@ -160,9 +181,6 @@ class AnthropicWire:
             body["system"] = system
         body["temperature"] = temperature
         return body
-
-    def reply(self, raw: bytes) -> Reply:
-        return _decoded(self, raw)
 
     def read(self, data: Any) -> Reply:
         """A decoded Message: its text blocks joined; prompt tokens count the cache's reads and writes too."""
@@ -217,13 +235,6 @@ def wire_for(api: str) -> Wire:
 def _blocks(content: Any) -> list[dict[str, Any]]:
     """A message's content as Anthropic text blocks (a list of blocks is already in that form)."""
     return [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
-
-
-def _decoded(wire: Wire, raw: bytes) -> Reply:
-    try:
-        return wire.read(orjson.loads(raw))
-    except _DECODE_ERRORS as exc:
-        raise MalformedReply(f"malformed {wire.noun} body ({type(exc).__name__}): {raw[:120]!r}") from None
 
 
 _MISSING_MODEL = re.compile(

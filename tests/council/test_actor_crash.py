@@ -37,8 +37,9 @@ async def test_a_killed_judge_actor_recovers(tmp_path, ray_session):
     run = asyncio.create_task(run_council(request("crashed", "ray")))
     round1 = tmp_path / "runs" / "crashed" / "round1.jsonl"
     victim = None
-    deadline = asyncio.get_running_loop().time() + 120  # bounded; the judges' start is slow on a loaded machine
-    while victim is None and not run.done() and asyncio.get_running_loop().time() < deadline:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 120  # bounded; the judges' start is slow on a loaded machine
+    while victim is None and not run.done() and loop.time() < deadline:
         await asyncio.sleep(0.05)  # until the run's judges exist and some votes are archived
         if round1.exists() and len(round1.read_bytes().splitlines()) > 40:
             alive = [a for a in judge_actors() if a["State"] == "ALIVE" and a["Pid"]]

@@ -26,6 +26,7 @@ from council.transport.batch_formats import (
 )
 from council.transport.client import ChatClient
 from council.transport.wire import Reply
+from tests.council._loopback import serving
 from tests.council.test_wire import FORMAT, MESSAGES, SAMPLING, assert_fits, sdk_message
 
 
@@ -64,19 +65,11 @@ async def test_an_openai_line_carries_the_body_the_synchronous_call_sends(cache_
         sent.append(await request.read())
         return web.json_response(completion("ok", 3))
 
-    app = web.Application()
-    app.router.add_post("/v1/chat/completions", handler)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    try:
-        client = ChatClient(Endpoint(base_url=f"http://127.0.0.1:{runner.addresses[0][1]}/v1", api_key_env=None),
-                            cache_breakpoints=cache_breakpoints)
+    async with serving("/v1/chat/completions", handler) as url:
+        client = ChatClient(Endpoint(base_url=url, api_key_env=None), cache_breakpoints=cache_breakpoints)
         request = BatchRequest("k", "gpt-4.1-mini", MESSAGES, temperature=0.2, max_tokens=99, response_format=FORMAT)
         await client.chat(request.model, request.messages, temperature=0.2, max_tokens=99, response_format=FORMAT)
         await client.close()
-    finally:
-        await runner.cleanup()
     assert sent == [orjson.dumps(orjson.loads(openai_line(request, cache_breakpoints=cache_breakpoints))["body"])]
 
 

@@ -22,6 +22,7 @@ from council.sim import SimConfig
 from council.transport.client import ChatClient
 from tests.council.test_end_to_end import lines, subset
 from tests.council.test_followup_layout import item, row
+from tests.council._loopback import serving
 from tests.council.test_prices import genai_usd
 
 ANTHROPIC = "anthropic"
@@ -39,15 +40,8 @@ async def captured():
         bodies.append(orjson.loads(await request.read()))
         return web.json_response(OK_BODY)
 
-    app = web.Application()
-    app.router.add_post("/v1/chat/completions", handler)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    try:
-        yield f"http://127.0.0.1:{runner.addresses[0][1]}/v1", bodies
-    finally:
-        await runner.cleanup()
+    async with serving("/v1/chat/completions", handler) as url:
+        yield url, bodies
 
 
 def _marked(text: str) -> list[dict]:

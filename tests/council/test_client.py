@@ -1,4 +1,5 @@
 import asyncio
+import contextlib
 import time
 
 import orjson
@@ -8,6 +9,7 @@ from aiohttp import web
 from council.core.errors import ProviderError, RateLimited
 from council.protocol.config import Endpoint, RetryPolicy, Timeouts
 from council.transport.client import ChatClient, _duration_s, retry_hint_s
+from tests.council._loopback import serving
 
 OK_BODY = {
     "id": "x", "object": "chat.completion", "created": 0, "model": "m",
@@ -34,22 +36,12 @@ class Script:
 
 @pytest.fixture
 async def serve():
-    runners = []
+    async with contextlib.AsyncExitStack() as servers:
 
-    async def start(script):
-        app = web.Application()
-        app.router.add_post("/v1/chat/completions", script.handler)
-        runner = web.AppRunner(app)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        runners.append(runner)
-        port = runner.addresses[0][1]
-        return f"http://127.0.0.1:{port}/v1"
+        async def start(script):
+            return await servers.enter_async_context(serving("/v1/chat/completions", script.handler))
 
-    yield start
-    for r in runners:
-        await r.cleanup()
+        yield start
 
 
 def endpoint(url, attempts=4, read_s=5.0):

@@ -4,6 +4,7 @@ Anthropic's Messages API to a server that records what it received."""
 
 from __future__ import annotations
 
+import contextlib
 import typing
 
 import orjson
@@ -22,6 +23,7 @@ from council.core.schema import Usage
 from council.protocol.config import Endpoint, RetryPolicy, Timeouts
 from council.transport.client import ChatClient
 from council.transport.wire import AnthropicWire, MalformedReply, OpenAIWire, wire_for
+from tests.council._loopback import serving
 
 MESSAGES = [{"role": "system", "content": "You grade answers."}, {"role": "user", "content": "Round one."},
             {"role": "assistant", "content": '{"verdict": "correct"}'}, {"role": "user", "content": "Round two."}]
@@ -200,20 +202,12 @@ class Recorder:
 
 @pytest.fixture
 async def messages_api():
-    runners = []
+    async with contextlib.AsyncExitStack() as servers:
 
-    async def start(recorder: Recorder) -> str:
-        app = web.Application()
-        app.router.add_post("/v1/messages", recorder.handler)
-        runner = web.AppRunner(app)
-        await runner.setup()
-        await web.TCPSite(runner, "127.0.0.1", 0).start()
-        runners.append(runner)
-        return f"http://127.0.0.1:{runner.addresses[0][1]}/v1"
+        async def start(recorder: Recorder) -> str:
+            return await servers.enter_async_context(serving("/v1/messages", recorder.handler))
 
-    yield start
-    for runner in runners:
-        await runner.cleanup()
+        yield start
 
 
 def client(url: str, attempts: int = 3) -> ChatClient:
