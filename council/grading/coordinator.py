@@ -150,7 +150,7 @@ class Coordinator:
                     self.stop.request("error", str(exc))
                     return
 
-        workers = [asyncio.create_task(worker()) for _ in range(self.config.rows_in_flight)]
+        workers = [asyncio.create_task(worker()) for _ in range(self.config.in_flight)]
         everything = asyncio.gather(*workers)
         stopping = asyncio.create_task(self.stop.wait())
         try:

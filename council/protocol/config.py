@@ -103,6 +103,14 @@ class VendorSettings(_Frozen):
     # the wire format of the vendor's calls, synchronous and batched: OpenAI-compatible chat completions, or
     # Anthropic's native Messages API (council.transport.wire)
     api: Literal["openai", "anthropic"] = "openai"
+    # sync: every vote a chat call; batch: votes go through the provider's batch API (council.batching); unset: the
+    # run's own transport (CouncilConfig.transport), so a vendor without a batch API says sync here
+    transport: Literal["sync", "batch"] | None = None
+    batch_max_requests: int = Field(default=0, ge=0)  # most requests in one batch (0: the API's own, 50,000 / 100,000)
+    batch_queue_requests: int = Field(default=0, ge=0)  # most requests enqueued at once over open batches (0: unlimited)
+    batch_queue_tokens: int = Field(default=0, ge=0)  # most prompt tokens enqueued at once (0: unlimited)
+    batch_price_in_per_mtok: float = Field(default=0.0, ge=0.0)  # batch rates (0 for both: the table's batch price)
+    batch_price_out_per_mtok: float = Field(default=0.0, ge=0.0)
 
     @property
     def limits(self) -> Limits:
@@ -137,6 +145,15 @@ class HonestyWeights(_Frozen):
         return self
 
 
+class BatchSettings(_Frozen):
+    """How the vendors on the batch transport send their votes (:mod:`council.batching`)."""
+
+    flush_s: float = Field(default=2.0, gt=0)  # a batch is cut when no vote has come for this long, or when it is full
+    poll_s: float = Field(default=30.0, gt=0)  # the longest wait between two polls of an open batch
+    sync_below: int = Field(default=20, ge=0)  # votes to send again (expired, errored): synchronously when fewer
+    rows_in_flight: int = Field(default=50_000, ge=1)  # rows in progress at once when some vendor batches
+
+
 def default_roster() -> list[MemberSpec]:
     """The default council: one regular seat per vendor of ``DEFAULT_ROSTER``, then the reserves."""
     return [*(MemberSpec(vendor=v, judge_model=m) for v, m in DEFAULT_ROSTER.items()),
@@ -166,9 +183,25 @@ class CouncilConfig(_Frozen):
     selective_penalty: float = Field(default=1.0, ge=0.0)  # a wrong answer's cost in the selective score
     honesty: HonestyWeights = Field(default_factory=HonestyWeights)  # the abstention-aware composite's weights
     vendors: dict[str, VendorSettings] = Field(default_factory=dict)
+    transport: Literal["sync", "batch"] = "sync"  # each vendor's, unless its settings say otherwise
+    batch: BatchSettings = Field(default_factory=BatchSettings)
 
     def settings(self, vendor: str) -> VendorSettings:
         return self.vendors.get(vendor) or VendorSettings()
+
+    def transport_of(self, vendor: str) -> Literal["sync", "batch"]:
+        """How ``vendor``'s votes are sent: its own setting, else the run's."""
+        return self.settings(vendor).transport or self.transport
+
+    @property
+    def batching(self) -> list[str]:
+        """The roster's vendors whose votes go through a batch API."""
+        return [v for v in self.roster_vendors if self.transport_of(v) == "batch"]
+
+    @property
+    def in_flight(self) -> int:
+        """Rows in progress at once: ``rows_in_flight``, or more when some vendor batches (a batch holds many)."""
+        return max(self.rows_in_flight, self.batch.rows_in_flight) if self.batching else self.rows_in_flight
 
     def price(self, model: str, vendor: str) -> Price | None:
         """The price of ``model``: the config's price for the model, else its vendor's (when set, i.e. not

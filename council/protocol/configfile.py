@@ -217,6 +217,21 @@ COMMENTS: dict[str, str] = {
                                  "OpenRouter",
     "vendors.api": "the wire format of the vendor's calls: \"openai\" (chat completions, OpenAI-compatible) or "
                    "\"anthropic\" (Anthropic's Messages API, x-api-key auth)",
+    "vendors.transport": "\"sync\": every vote a chat call; \"batch\": through the provider's batch API, at its "
+                         "batch price (unset: the run's transport)",
+    "vendors.batch_max_requests": "most requests in one batch (0: the API's own limit, 50,000 or 100,000)",
+    "vendors.batch_queue_requests": "most requests enqueued at once over the vendor's open batches (0: unlimited)",
+    "vendors.batch_queue_tokens": "most prompt tokens enqueued at once over its open batches (0: unlimited)",
+    "vendors.batch_price_in_per_mtok": "USD per million input tokens through the batch API (0: unset, the table's "
+                                       "batch price)",
+    "vendors.batch_price_out_per_mtok": "USD per million output tokens through the batch API (0 for both: unset)",
+    "transport": "how votes are sent, unless a vendor says otherwise: \"sync\" (chat calls) or \"batch\" (the "
+                 "providers' batch APIs: half the price, results within 24 hours)",
+    "batch": "the batch transport",
+    "batch.flush_s": "a batch is sent when no vote has come for this long (or when it is full)",
+    "batch.poll_s": "longest wait between two polls of an open batch",
+    "batch.sync_below": "votes to ask again (expired, errored) go as chat calls when fewer than this remain",
+    "batch.rows_in_flight": "rows in progress at once when some vendor batches",
 }
 """One line per field (``table.field`` inside a table), for :func:`example_toml`."""
 
@@ -227,7 +242,7 @@ _EXAMPLE_VALUES: dict[str, Any] = {
     "model_prices": {"openai/gpt-4.1-mini": (0.4, 1.6)},
 }
 _EXAMPLE_VENDOR = ("openai", VendorSettings(rpm=5000, tpm=2_000_000, concurrency=64, max_batch=8, price_in_per_mtok=1.25,
-                                            price_out_per_mtok=10.0))
+                                            price_out_per_mtok=10.0, transport="sync"))
 
 
 def toml_value(value: Any) -> str:

@@ -13,7 +13,7 @@ import pytest
 
 from council.core.errors import ConfigError
 from council.core.schema import MemberSpec
-from council.protocol.config import CouncilConfig, HonestyWeights, JudgeParams, RetryPolicy, Timeouts, VendorSettings
+from council.protocol.config import BatchSettings, CouncilConfig, HonestyWeights, JudgeParams, RetryPolicy, Timeouts, VendorSettings
 from council.protocol.configfile import COMMENTS, example_toml, load_config
 from council.sim import ModelBehaviour, ProbeProfile, SimConfig, VendorBehaviour
 from council.sim._doc import MODELS, field_docs, sim_config_doc, sim_config_schema, sim_config_schema_json
@@ -176,7 +176,7 @@ def test_the_example_shows_every_field_with_a_comment():
         return re.search(rf"^(# )?{field} = .+  # {re.escape(COMMENTS[key])}$", text, re.M) is not None
 
     tables = {"judge": JudgeParams, "timeouts": Timeouts, "retry": RetryPolicy, "honesty": HonestyWeights,
-              "vendors": VendorSettings, "roster": MemberSpec}
+              "vendors": VendorSettings, "roster": MemberSpec, "batch": BatchSettings}
     for name, field in CouncilConfig.model_fields.items():
         if name in tables or isinstance(field.default_factory and field.default_factory(), dict):
             assert f"\n[{name}]\n" in text or f"\n[[{name}]]\n" in text, name
@@ -198,7 +198,7 @@ def test_the_example_s_commented_vendor_and_budget_load_when_uncommented(tmp_pat
     text = "\n".join([*budget, *lines[:start], *shown, *lines[end:]])
     config = CouncilConfig.model_validate(tomllib.loads(text))
     assert config.settings("openai") == VendorSettings(rpm=5000, tpm=2_000_000, concurrency=64, max_batch=8,
-                                                       price_in_per_mtok=1.25, price_out_per_mtok=10.0)
+                                                       price_in_per_mtok=1.25, price_out_per_mtok=10.0, transport="sync")
     assert config.budget_usd == 25.0 and config.roster == CouncilConfig().roster
 
 
