@@ -1,6 +1,7 @@
 """What a run would send, cost and take, as ``council estimate`` prints it: the strategies side by side (cost
-without and with a prompt cache, round-two requests, T*), the pilot that measured the unanimity rate, then a
-table per vendor for ``all`` and for ``disputed`` at that rate, and the totals."""
+without and with a prompt cache, at the synchronous and at the batch rates, round-two requests, T*), the pilot
+that measured the unanimity rate, then a table per vendor for ``all`` and for ``disputed`` at that rate, and the
+totals, with this run's cost at each vendor's own transport."""
 
 from __future__ import annotations
 
@@ -27,9 +28,12 @@ def print_estimate(est: Estimate) -> None:
             _print_vendors(s, est.rows)
     first = est.strategies[0].totals()
     bound = f"{first['t_star_s']:.1f} s" if first["t_star_s"] else "none (no vendor has a limit)"
-    say(f"all: requests {first['requests']}, cost ${first['cost_usd']:.4f}, quota lower bound T* = {bound}")
+    say(f"all: requests {first['requests']}, cost ${first['cost_usd']:.4f} at the synchronous rates, "
+        f"${first['cost_batch_usd']:.4f} at the batch rates; this run ${first['cost_run_usd']:.4f}; "
+        f"quota lower bound T* = {bound}")
     if len(est.strategies) == 1:
         say(HOW_TO_COMPARE)
+    _print_transports(est)
     if est.unpriced:
         say(f"[yellow]no price[/yellow] for {escape(', '.join(est.unpriced))}: their cost is counted as $0 and "
             "--budget-usd will refuse to run until they are priced")
@@ -41,9 +45,11 @@ def _print_strategies(est: Estimate) -> None:
     for s in est.strategies:
         t = s.totals()
         rows.append((_label(s, u), f"{100 * s.round2_share:.1f}%", str(t["round2_requests"]),
-                     f"{t['cost_usd']:.4f}", f"{t['cost_cached_usd']:.4f}", f"{t['t_star_s']:.1f}"))
+                     f"{t['cost_usd']:.4f}", f"{t['cost_cached_usd']:.4f}", f"{t['cost_batch_usd']:.4f}",
+                     f"{t['cost_batch_cached_usd']:.4f}", f"{t['cost_run_usd']:.4f}", f"{t['t_star_s']:.1f}"))
     table(f"strategies: {est.rows} rows, deliberation audit share {est.audit_share:g}",
-          ("strategy", "round-2 rows", "round-2 reqs", "cost $", "cached $", "T* s"), rows)
+          ("strategy", "round-2 rows", "round-2 reqs", "cost $", "cached $", "batch $", "batch cached $",
+           "this run $", "T* s"), rows)
     if u is not None and u.pilot is not None:
         p = u.pilot
         say(f"pilot run {escape(p['run_id'])}: {p['rows']} rows graded, {p['unanimous']} unanimous in round one: "
@@ -61,8 +67,23 @@ def _label(s: StrategyEstimate, u: Unanimity | None) -> str:
 
 def _print_vendors(s: StrategyEstimate, rows: int) -> None:
     title = f"{s.name}: {rows} rows" + ("" if s.unanimity is None else f", u={s.unanimity:.3f}")
-    table(title, ("vendor", "votes", "batch", "reqs", "tok in", "cached", "tok out", "cost $", "cached $", "max rpm",
-                  "min"),
-          [(v.vendor, str(v.votes), str(v.batch_size), str(v.requests), str(v.input_tokens), str(v.cached_tokens),
-            str(v.output_tokens), f"{v.cost_usd:.4f}", f"{v.cost_cached_usd:.4f}",
-            f"{v.sustainable_rpm:.0f}" if v.sustainable_rpm else "∞", f"{v.minutes:.1f}") for v in s.vendors])
+    table(title, ("vendor", "via", "votes", "batch", "reqs", "tok in", "cached", "tok out", "cost $", "cached $",
+                  "batch $", "batch cached $", "max rpm", "min"),
+          [(v.vendor, v.transport, str(v.votes), str(v.batch_size), str(v.requests), str(v.input_tokens),
+            str(v.cached_tokens), str(v.output_tokens), f"{v.cost_usd:.4f}", f"{v.cost_cached_usd:.4f}",
+            *(f"{x:.4f}" + ("" if v.batch_price_known else " *") for x in (v.cost_batch_usd, v.cost_batch_cached_usd)),
+            f"{v.sustainable_rpm:.0f}" if v.sustainable_rpm else "∞",
+            "≤24 h" if v.transport == "batch" and not v.elicit_requests else f"{v.minutes:.1f}") for v in s.vendors])
+
+
+def _print_transports(est: Estimate) -> None:
+    """Which vendors this run sends through a batch API (their votes are out of T*), and the judges whose batch
+    rate is unknown, whose batch figures are at the standard rate."""
+    say("batch $: the judge votes at the batch APIs' rates; this run $: each vendor at its own transport's rates")
+    if est.batching:
+        say(f"batch transport: {escape(', '.join(est.batching))}: their votes go through the batch API, which has "
+            "its own quota (T* does not apply to them) and answers within 24 h")
+    unknown = [v.judge_model for v in est.vendors if v.judge_model and not v.batch_price_known]
+    if unknown:
+        say(f"[yellow]no batch price[/yellow] for {escape(', '.join(unknown))} (*): the standard one is assumed"
+            + (f"; this run counts {escape(', '.join(est.batch_unpriced))} at it" if est.batch_unpriced else ""))

@@ -222,11 +222,44 @@ class CouncilConfig(_Frozen):
         """USD per million input, output, cache-read and cache-write input tokens (:meth:`price`; a cache rate
         the price lacks is the input rate, as for a price the config sets); zeros for an unpriced model."""
         price = self.price(model, vendor)
-        if price is None:
-            return 0.0, 0.0, 0.0, 0.0
+        return (0.0, 0.0, 0.0, 0.0) if price is None else self._rates(price)
+
+    def batch_price(self, model: str, vendor: str) -> Price | None:
+        """The price of ``model`` on ``vendor``'s batch API: the vendor's batch price (when set, i.e. not zero),
+        else the price table's batch rates; ``None`` when neither has one (the table may know the model's
+        standard price and no batch rate: ``None`` then too, never the standard price)."""
+        s = self.settings(vendor)
+        if s.batch_price_in_per_mtok or s.batch_price_out_per_mtok:
+            return Price(input_mtok=s.batch_price_in_per_mtok, output_mtok=s.batch_price_out_per_mtok, source=CONFIG)
+        return table_price(model, vendor, batch=True)
+
+    def batch_rates_for(self, model: str, vendor: str) -> tuple[float, float, float, float]:
+        """:meth:`rates_for` at the batch price (:meth:`batch_price`). A model with no batch price falls back to
+        the standard rates: a run then counts its batched votes at the standard price, an upper bound where the
+        batch API charges less; :meth:`batch_unpriced` names those models."""
+        price = self.batch_price(model, vendor)
+        return self.rates_for(model, vendor) if price is None else self._rates(price)
+
+    @staticmethod
+    def _rates(price: Price) -> tuple[float, float, float, float]:
+        """``price`` per million input, output, cache-read and cache-write tokens; a cache rate it lacks is the
+        input rate."""
         read = price.input_mtok if price.cache_read_mtok is None else price.cache_read_mtok
         write = price.input_mtok if price.cache_write_mtok is None else price.cache_write_mtok
         return price.input_mtok, price.output_mtok, read, write
+
+    def vote_rates(self, model: str, vendor: str) -> tuple[float, float, float, float]:
+        """The rates a judge vote of ``model`` is charged at: the batch rates when ``vendor``'s votes go through
+        the batch API (:meth:`transport_of`), else the standard ones: the one place that says which."""
+        if self.transport_of(vendor) == "batch":
+            return self.batch_rates_for(model, vendor)
+        return self.rates_for(model, vendor)
+
+    def batch_unpriced(self) -> list[str]:
+        """Judge models whose votes go through a batch API and whose batch price is unknown: their votes are
+        counted at the standard price (:meth:`batch_rates_for`)."""
+        return [m.judge_model for m in self.roster
+                if self.transport_of(m.vendor) == "batch" and self.batch_price(m.judge_model, m.vendor) is None]
 
     def prices(self, models: list[str] = ()) -> dict[str, Price | None]:
         """The price of every judge model and model under test (``None``: unpriced), by model id."""

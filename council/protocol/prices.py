@@ -7,9 +7,11 @@ matched by the table's own rules), then of the table's OpenRouter provider by th
 how the ids are written and how a vendor with no provider of its own (Qwen) is sold. A model neither knows
 stays unpriced: nothing is guessed from a similar name.
 
-Prices are the table's standard (non-batch) rates on the day of the first lookup, at its base tier (the
-judges' prompts are far below the 200k-token tiers some models have). A run asks once per model and vendor:
-lookups are cached.
+Prices are the table's rates on the day of the first lookup, at its base tier (the judges' prompts are far
+below the 200k-token tiers some models have): its standard rates, or with ``batch`` its batch rates, which the
+table holds as a price variant of the model (``{"processing": "batch"}``) over the same provider's standard
+price. A model with no such variant has no batch price here, though the table, asked for one, answers with its
+standard rates. A run asks once per model and vendor: lookups are cached.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from pydantic import BaseModel, ConfigDict
 from council.core.vendors import normalize_model_id
 
 if TYPE_CHECKING:
-    from genai_prices.types import TieredPrices
+    from genai_prices.types import ModelInfo, TieredPrices
 
 TABLE = f"genai-prices {version('genai-prices')}"  # the source named in a table price and in the manifest
 CONFIG = "config"
@@ -38,6 +40,7 @@ PROVIDERS: dict[str, str] = {
     "meta": "meta", "minimax": "minimax",
 }
 ROUTER = "openrouter"
+BATCH = {"processing": "batch"}  # the table's price context of a provider's batch API
 
 
 class Price(BaseModel):
@@ -55,10 +58,27 @@ class Price(BaseModel):
 
 
 @lru_cache(maxsize=1024)
-def table_price(model: str, vendor: str) -> Price | None:
-    """The table's price of ``model`` (made by ``vendor``), or ``None`` when the table does not know it.
-    genai-prices is imported here, on the first lookup: it takes about 0.2 s, which commands that price
-    nothing (``council runs``, ``--help``) need not pay."""
+def table_price(model: str, vendor: str, *, batch: bool = False) -> Price | None:
+    """The table's price of ``model`` (made by ``vendor``), or ``None`` when the table does not know it; with
+    ``batch``, its batch price from the provider that gives the standard one, or ``None`` when that provider lists
+    no batch rate for it. genai-prices is imported here, on the first lookup: it takes about 0.2 s, which
+    commands that price nothing (``council runs``, ``--help``) need not pay."""
+    now = datetime.now(UTC)
+    found = _table_model(model, vendor, now)
+    if found is None:
+        return None
+    provider, info = found
+    if batch and not _has_variant(info, BATCH, now):
+        return None
+    rates = info.get_prices(now, BATCH if batch else None)
+    return Price(input_mtok=_usd(rates.input_mtok), output_mtok=_usd(rates.output_mtok),
+                 cache_read_mtok=_usd(rates.cache_read_mtok, None),
+                 cache_write_mtok=_usd(rates.cache_write_mtok, None), source=TABLE, provider=provider)
+
+
+def _table_model(model: str, vendor: str, now: datetime) -> tuple[str, ModelInfo] | None:
+    """The table's provider id and entry of ``model``: the first of its maker's provider and OpenRouter that
+    knows it and prices it per token (not per image or second)."""
     from genai_prices import data_snapshot
 
     normal = normalize_model_id(model)
@@ -71,13 +91,19 @@ def table_price(model: str, vendor: str) -> Price | None:
             provider, info = snapshot.find_provider_model(ref, None, provider_id, None)
         except LookupError:
             continue
-        rates = info.get_prices(datetime.now(UTC))
-        if rates.input_mtok is None and rates.output_mtok is None:
-            continue  # priced per image or second, not per token
-        return Price(input_mtok=_usd(rates.input_mtok), output_mtok=_usd(rates.output_mtok),
-                     cache_read_mtok=_usd(rates.cache_read_mtok, None),
-                     cache_write_mtok=_usd(rates.cache_write_mtok, None), source=TABLE, provider=provider.id)
+        rates = info.get_prices(now)
+        if rates.input_mtok is not None or rates.output_mtok is not None:
+            return provider.id, info
     return None
+
+
+def _has_variant(info: ModelInfo, context: dict[str, str], now: datetime) -> bool:
+    """Whether the table lists per-token rates of ``info`` for ``context`` in force at ``now``: without one,
+    ``get_prices`` with that context answers the standard rates, which must not pass for the variant's."""
+    return any(all(context.get(key) == value for key, value in variant.when.items())
+               and (variant.constraint is None or variant.constraint.active(now))
+               and (variant.prices.input_mtok is not None or variant.prices.output_mtok is not None)
+               for variant in info.price_variants or ())
 
 
 def _usd(rate: Decimal | TieredPrices | None, missing: float | None = 0.0) -> float | None:

@@ -6,6 +6,13 @@ at the config's prices or else the genai-prices table's (:meth:`CouncilConfig.ra
 vendor's quota needs. The run's lower bound is **T\\* = max over vendors of requests ÷ sustainable request
 rate**, where the sustainable rate respects both the request and the token limit.
 
+The judge votes are costed twice, side by side: at the synchronous rates and at the batch API's
+(:meth:`CouncilConfig.batch_rates_for`: the standard rates where no batch rate is known, which the figures say);
+"this run" takes each vendor at the rates of its own transport, as :meth:`CouncilConfig.vote_rates` does. A
+vendor on the batch transport sends its votes to the batch API, which has its own quota and answers within 24
+hours: its votes are not in the synchronous quota's requests, so not in T\\* (its elicitation, always
+synchronous, is).
+
 Strategies: ``all`` sends round two on every row; ``disputed`` sends it on the share ``(1 - u) + a·u`` of the
 rows, where ``u`` is the unanimity rate (rows whose round one is unanimous) and ``a`` the deliberation audit's
 share. Round one is the same under both. ``u`` is stated by the user or measured by a pilot
@@ -23,7 +30,7 @@ import numpy as np
 
 from aggregator import wilson_interval
 from council.core.errors import ConfigError
-from council.core.schema import BankItem, ResponseRow, Usage
+from council.core.schema import BankItem, MemberSpec, ResponseRow, Usage
 from council.protocol.config import CouncilConfig
 from council.protocol.panels import eligible_members
 from council.protocol.prompts import LETTERS, Peer, batch_messages, round1_body, round2_body, single_messages
@@ -59,6 +66,13 @@ class VendorEstimate:
     cost_cached_usd: float = 0.0  # with those tokens at the cache-read rate
     cost_by_round_usd: dict[str, float] = field(default_factory=dict)  # "1", "2" (judging), "elicitation"
     cost_cached_by_round_usd: dict[str, float] = field(default_factory=dict)
+    transport: str = "sync"  # how the run's config sends this vendor's votes: "sync" or "batch"
+    batch_price_known: bool = True  # False: no batch rate in the config or the table, the standard one assumed
+    cost_batch_usd: float = 0.0  # the votes at the batch rates (elicitation at its own), no prompt cache
+    cost_batch_cached_usd: float = 0.0
+    cost_batch_by_round_usd: dict[str, float] = field(default_factory=dict)
+    cost_run_usd: float = 0.0  # at the rates of this vendor's transport: cost_usd or cost_batch_usd
+    cost_run_cached_usd: float = 0.0
 
 
 @dataclass
@@ -69,7 +83,7 @@ class StrategyEstimate:
     unanimity: float | None  # the unanimity rate it assumes (None: "all" needs none)
     round2_share: float
     vendors: list[VendorEstimate]
-    t_star_s: float  # 0 when no vendor has a limit
+    t_star_s: float  # 0 when no vendor has a limit; batched votes are not in it (the batch API's own quota)
     interval_end: str | None = None  # "low" / "high": the disputed figures at an end of the pilot's interval
 
     def totals(self) -> dict:
@@ -80,12 +94,14 @@ class StrategyEstimate:
             return {r: round(sum(getattr(v, key).get(r, 0.0) for v in self.vendors), 6)
                     for r in ("1", "2", "elicitation")}
 
+        costs = ("cost_usd", "cost_cached_usd", "cost_batch_usd", "cost_batch_cached_usd", "cost_run_usd",
+                 "cost_run_cached_usd")
         return {"requests": int(total("requests")), "round2_requests": int(total("round2_requests")),
                 "input_tokens": int(total("input_tokens")), "cached_tokens": int(total("cached_tokens")),
-                "output_tokens": int(total("output_tokens")), "cost_usd": round(total("cost_usd"), 6),
-                "cost_cached_usd": round(total("cost_cached_usd"), 6),
+                "output_tokens": int(total("output_tokens")), **{key: round(total(key), 6) for key in costs},
                 "cost_by_round_usd": by_round("cost_by_round_usd"),
-                "cost_cached_by_round_usd": by_round("cost_cached_by_round_usd"), "t_star_s": round(self.t_star_s, 3)}
+                "cost_cached_by_round_usd": by_round("cost_cached_by_round_usd"),
+                "cost_batch_by_round_usd": by_round("cost_batch_by_round_usd"), "t_star_s": round(self.t_star_s, 3)}
 
     def as_dict(self) -> dict:
         return {"name": self.name, "unanimity": self.unanimity, "round2_share": round(self.round2_share, 6),
@@ -116,6 +132,8 @@ class Estimate:
     strategies: list[StrategyEstimate]  # "all" first; then "disputed" when a unanimity rate is known
     unanimity: Unanimity | None = None
     audit_share: float = 0.0
+    batching: list[str] = field(default_factory=list)  # the vendors the config sends through a batch API
+    batch_unpriced: list[str] = field(default_factory=list)  # their judges with no batch rate: at the standard one
 
     @property
     def vendors(self) -> list[VendorEstimate]:
@@ -130,7 +148,8 @@ class Estimate:
         """The ``all`` figures at the top level (as before strategies were compared), then every strategy."""
         first = self.strategies[0].totals()
         return {"rows": self.rows, "t_star_s": first["t_star_s"], "unpriced": self.unpriced,
-                "requests": first["requests"], "cost_usd": first["cost_usd"],
+                "requests": first["requests"], "cost_usd": first["cost_usd"], "cost_batch_usd": first["cost_batch_usd"],
+                "cost_run_usd": first["cost_run_usd"], "batching": self.batching, "batch_unpriced": self.batch_unpriced,
                 "vendors": {v.vendor: asdict(v) for v in self.vendors},
                 "audit_share": self.audit_share, "unanimity": asdict(self.unanimity) if self.unanimity else None,
                 "strategies": [s.as_dict() for s in self.strategies]}
@@ -148,6 +167,9 @@ class _Load:
     input_tokens: tuple[int, int]
     cacheable_tokens: int  # of round two's input
     rates: tuple[float, ...]  # USD per million input, output, cache-read and cache-write tokens
+    batch_rates: tuple[float, ...]  # the same on the batch API (the standard rates when it has none known)
+    batch_price_known: bool
+    transport: str  # of the judge's votes: "sync" or "batch"
     elicit: tuple[int, int, int, float] = (0, 0, 0, 0.0)  # requests, tokens in, tokens out, cost
     limits: tuple[float, float] = (0.0, 0.0)  # rpm, tpm
 
@@ -172,7 +194,7 @@ def estimate(config: CouncilConfig, items: dict[str, BankItem], rows: list[Respo
             if u != unanimity.rate:
                 strategies.append(_strategy(loads, "disputed", u, disputed_share(u, audit), end))
     return Estimate(rows=len(rows), unpriced=config.unpriced(models), strategies=strategies, unanimity=unanimity,
-                    audit_share=audit)
+                    audit_share=audit, batching=config.batching, batch_unpriced=config.batch_unpriced())
 
 
 def disputed_share(unanimity: float, audit_share: float) -> float:
@@ -226,10 +248,21 @@ def _loads(config: CouncilConfig, items: dict[str, BankItem], rows: list[Respons
                       elicit[3] + _usd(tokens_in, tokens_out, 0, config.rates_for(model, vendor))]
         out.append(_Load(vendor=vendor, judge_model=member.judge_model if member else None, rows=len(mine),
                          batch_size=k, requests=(requests[0], requests[1]), input_tokens=(tokens[0], tokens[1]),
-                         cacheable_tokens=cacheable,
-                         rates=config.rates_for(member.judge_model, vendor) if member else (0.0, 0.0, 0.0, 0.0),
+                         cacheable_tokens=cacheable, **_judge_rates(config, member),
                          elicit=tuple(elicit), limits=(settings.rpm, settings.tpm)))
     return out
+
+
+def _judge_rates(config: CouncilConfig, member: MemberSpec | None) -> dict:
+    """The ``_Load`` fields of a seat's votes: their rates synchronous and batched, whether the batch rate is
+    known, and their transport; a vendor with no seat has no votes (zero rates)."""
+    if member is None:
+        none = (0.0, 0.0, 0.0, 0.0)
+        return {"rates": none, "batch_rates": none, "batch_price_known": True, "transport": "sync"}
+    model, vendor = member.judge_model, member.vendor
+    return {"rates": config.rates_for(model, vendor), "batch_rates": config.batch_rates_for(model, vendor),
+            "batch_price_known": config.batch_price(model, vendor) is not None,
+            "transport": config.transport_of(vendor)}
 
 
 def _round2_messages(items: list[BankItem], rows: list[ResponseRow], config: CouncilConfig) -> list[dict]:
@@ -247,26 +280,42 @@ def _strategy(loads: list[_Load], name: str, unanimity: float | None, share: flo
 
 
 def _vendor(load: _Load, share: float) -> VendorEstimate:
-    """``load`` with round two on ``share`` of its rows: requests at the same batch size, tokens in proportion."""
+    """``load`` with round two on ``share`` of its rows: requests at the same batch size, tokens in proportion.
+    The synchronous quota's time counts the votes of a vendor on the batch transport out (only its elicitation)."""
     rows2 = share * load.rows
     requests2 = math.ceil(round(rows2 / load.batch_size, 9))
     in1, in2 = load.input_tokens[0], round(share * load.input_tokens[1])
     cached = round(share * load.cacheable_tokens)
     out1, out2 = load.rows * EXPECTED_OUTPUT_TOKENS, round(rows2) * EXPECTED_OUTPUT_TOKENS
     e_requests, e_in, e_out, e_cost = load.elicit
-    cost = {"1": _usd(in1, out1, 0, load.rates), "2": _usd(in2, out2, 0, load.rates), "elicitation": e_cost}
-    cost_cached = {**cost, "2": _usd(in2, out2, cached, load.rates)}
+
+    def costs(rates: tuple[float, ...]) -> tuple[dict[str, float], dict[str, float]]:
+        """By round, without and with round two's cacheable prefix read from the cache."""
+        plain = {"1": _usd(in1, out1, 0, rates), "2": _usd(in2, out2, 0, rates), "elicitation": e_cost}
+        return plain, {**plain, "2": _usd(in2, out2, cached, rates)}
+
+    (cost, cost_cached), (batch, batch_cached) = costs(load.rates), costs(load.batch_rates)
     requests = load.requests[0] + requests2 + e_requests
     tokens_in, tokens_out = in1 + in2 + e_in, out1 + out2 + e_out
-    rate = _sustainable_rpm(*load.limits, (tokens_in + tokens_out) / max(1, requests))
+    quota = (e_requests, e_in + e_out) if load.transport == "batch" else (requests, tokens_in + tokens_out)
+    rate = _sustainable_rpm(*load.limits, quota[1] / max(1, quota[0]))
+    sync_usd, batch_usd = (round(sum(c.values()), 6) for c in (cost, batch))
+    sync_cached_usd, batch_cached_usd = (round(sum(c.values()), 6) for c in (cost_cached, batch_cached))
+    run_usd, run_cached_usd = ((batch_usd, batch_cached_usd) if load.transport == "batch"
+                               else (sync_usd, sync_cached_usd))
     return VendorEstimate(
         vendor=load.vendor, judge_model=load.judge_model, votes=load.rows + round(rows2), batch_size=load.batch_size,
-        requests=requests, input_tokens=tokens_in, output_tokens=tokens_out, cost_usd=round(sum(cost.values()), 6),
-        sustainable_rpm=round(rate, 3), minutes=round(requests / rate, 4) if rate else 0.0,
-        elicit_requests=e_requests, round2_requests=requests2, cached_tokens=cached,
-        cost_cached_usd=round(sum(cost_cached.values()), 6),
-        cost_by_round_usd={k: round(v, 6) for k, v in cost.items()},
-        cost_cached_by_round_usd={k: round(v, 6) for k, v in cost_cached.items()})
+        requests=requests, input_tokens=tokens_in, output_tokens=tokens_out, cost_usd=sync_usd,
+        sustainable_rpm=round(rate, 3), minutes=round(quota[0] / rate, 4) if rate else 0.0,
+        elicit_requests=e_requests, round2_requests=requests2, cached_tokens=cached, cost_cached_usd=sync_cached_usd,
+        cost_by_round_usd=_rounded(cost), cost_cached_by_round_usd=_rounded(cost_cached),
+        transport=load.transport, batch_price_known=load.batch_price_known, cost_batch_usd=batch_usd,
+        cost_batch_cached_usd=batch_cached_usd, cost_batch_by_round_usd=_rounded(batch),
+        cost_run_usd=run_usd, cost_run_cached_usd=run_cached_usd)
+
+
+def _rounded(cost: dict[str, float]) -> dict[str, float]:
+    return {k: round(v, 6) for k, v in cost.items()}
 
 
 def _usd(tokens_in: int, tokens_out: int, cached: int, rates: tuple[float, ...]) -> float:

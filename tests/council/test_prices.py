@@ -10,7 +10,7 @@ import pytest
 
 from council.cli import main
 from council.core.errors import ConfigError
-from council.core.schema import MemberSpec
+from council.core.schema import MemberSpec, Usage
 from council.protocol.config import CouncilConfig
 from council.protocol.prices import table_price
 from council.run.runner import check_budget
@@ -21,9 +21,14 @@ UNKNOWN = "mistralai/no-such-model-9"  # a mistral id no table lists
 CONFIGURED = {"openai/gpt-5": (2.0, 8.0)}  # a price the config sets for one judge
 
 
-def genai_usd(model: str, provider: str, **tokens: int) -> float:
-    """What genai-prices itself says the usage costs, asked by the table's own model id and provider."""
-    return float(genai_prices.calc_price(genai_prices.Usage(**tokens), model, provider_id=provider).total_price)
+BATCH = {"processing": "batch"}  # genai-prices' price context of a batch API
+
+
+def genai_usd(model: str, provider: str, context: dict | None = None, **tokens: int) -> float:
+    """What genai-prices itself says the usage costs, asked by the table's own model id and provider (in the
+    price ``context``, e.g. a batch API's)."""
+    return float(genai_prices.calc_price(genai_prices.Usage(**tokens), model, provider_id=provider,
+                                         price_context=context).total_price)
 
 
 def paid(record: dict, price: dict) -> float:
@@ -181,3 +186,60 @@ def test_a_batched_request_s_usage_is_shared_out_whole_cache_counts_too():
     assert len(parts) == 4 and sum(parts[1:], parts[0]) == whole
     rates = (3.0, 15.0, 0.3, 3.75)
     assert sum(p.cost_usd(*rates) for p in parts) == pytest.approx(whole.cost_usd(*rates), abs=1e-9)
+
+
+# ---- batch prices ----------------------------------------------------------------------------------------------
+
+
+def table_entry(ref: str, provider: str):
+    return genai_prices.data_snapshot.get_snapshot().find_provider_model(ref, None, provider, None)[1]
+
+
+@pytest.mark.parametrize(("model", "vendor", "ref"), [
+    ("openai/gpt-5", "openai", "gpt-5"),
+    ("anthropic/claude-sonnet-4.5", "anthropic", "claude-sonnet-4.5"),
+    ("google/gemini-2.5-pro", "google", "gemini-2.5-pro"),
+])
+def test_a_batch_price_is_the_table_s_batch_variant(model, vendor, ref):
+    """Judges of the default roster whose provider lists batch rates: the batch price costs what genai-prices
+    says in the batch context, and less than the standard price."""
+    assert any(v.when == BATCH for v in table_entry(ref, vendor).price_variants)  # the table has one
+    batch, standard = table_price(model, vendor, batch=True), table_price(model, vendor)
+    assert batch is not None and batch.source == TABLE and batch.provider == vendor
+    tokens = {"input_tokens": 20_000, "cache_read_tokens": 4096, "output_tokens": 567}
+    rates = CouncilConfig().batch_rates_for(model, vendor)
+    ours = Usage(prompt_tokens=20_000, cached_tokens=4096, completion_tokens=567).cost_usd(*rates)
+    assert ours == pytest.approx(genai_usd(ref, vendor, BATCH, **tokens), rel=1e-9)
+    assert ours < genai_usd(ref, vendor, **tokens)  # the standard price, asked the same way
+    assert (batch.input_mtok, batch.output_mtok) < (standard.input_mtok, standard.output_mtok)
+
+
+@pytest.mark.parametrize(("model", "vendor", "ref", "provider"), [
+    ("deepseek/deepseek-v3.2", "deepseek", "deepseek-v3.2", "deepseek"),
+    ("qwen/qwen3-max", "alibaba", "qwen/qwen3-max", "openrouter"),
+])
+def test_a_model_without_a_batch_variant_has_no_batch_price_and_falls_back(model, vendor, ref, provider):
+    """Asked in the batch context, the table answers such a model with its standard rates: that must not pass for
+    a batch price. The config then counts the standard rates and names the model, when its vendor batches."""
+    assert genai_usd(ref, provider, BATCH, input_tokens=1000) == genai_usd(ref, provider, input_tokens=1000) > 0
+    assert table_price(model, vendor) is not None and table_price(model, vendor, batch=True) is None
+    config = CouncilConfig(vendors={vendor: {"transport": "batch"}})
+    assert config.batch_price(model, vendor) is None
+    assert config.batch_rates_for(model, vendor) == config.rates_for(model, vendor) == config.vote_rates(model, vendor)
+    assert config.batch_unpriced() == [model]
+    assert CouncilConfig().batch_unpriced() == []  # sync: its standard price is the right one
+
+
+def test_a_configured_batch_price_wins_and_the_transport_says_which_rates_a_vote_pays():
+    vendors = {"openai": {"batch_price_in_per_mtok": 0.5, "batch_price_out_per_mtok": 4.0},
+               "deepseek": {"batch_price_in_per_mtok": 0.1, "batch_price_out_per_mtok": 0.2, "transport": "sync"}}
+    config = CouncilConfig(vendors=vendors, transport="batch")  # every vendor batches but deepseek
+    assert config.batch_price("openai/gpt-5", "openai").source == "config"
+    assert config.batch_rates_for("openai/gpt-5", "openai") == (0.5, 4.0, 0.5, 0.5)  # cache rates: the input's
+    assert config.vote_rates("openai/gpt-5", "openai") == (0.5, 4.0, 0.5, 0.5)
+    assert config.vote_rates("deepseek/deepseek-v3.2", "deepseek") == config.rates_for("deepseek/deepseek-v3.2",
+                                                                                        "deepseek")
+    table = table_price("google/gemini-2.5-pro", "google", batch=True)  # no config batch price: the table's
+    assert config.batch_price("google/gemini-2.5-pro", "google") == table
+    assert config.vote_rates("google/gemini-2.5-pro", "google")[:2] == (table.input_mtok, table.output_mtok)
+    assert config.batch_unpriced() == ["qwen/qwen3-max", "mistralai/mistral-medium-3.1"]  # deepseek is sync

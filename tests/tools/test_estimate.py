@@ -131,6 +131,73 @@ def test_cached_tokens_are_paid_at_the_cache_read_rate(monkeypatch):
     assert openai.cost_cached_usd < openai.cost_usd  # without the cache, every input token at the input rate
 
 
+# ---- synchronous and batch rates ------------------------------------------------------------------------------
+
+BATCHING = {"openai": {"transport": "batch", "rpm": 60, "max_batch": 1}, "deepseek": {"transport": "batch"},
+            "google": {"rpm": 100}}
+
+
+def batch_rates(ref: str, provider: str) -> tuple[float, float]:
+    """genai-prices' own batch rates (input, output) of a model, or its standard ones if it has no batch variant."""
+    from datetime import UTC, datetime
+
+    info = genai_prices.data_snapshot.get_snapshot().find_provider_model(ref, None, provider, None)[1]
+    rates = info.get_prices(datetime.now(UTC), {"processing": "batch"})
+    return float(rates.input_mtok), float(rates.output_mtok)
+
+
+def test_votes_are_costed_at_both_rates_and_this_run_at_each_vendor_s_transport():
+    """openai batches (a batch variant in the table: half price), deepseek batches with no batch rate known (its
+    standard one), the rest are synchronous. Round one's batch cost is its tokens at genai-prices' batch rates;
+    this run's cost takes each vendor at its own transport's; T* leaves the batched votes out."""
+    config = CouncilConfig.model_validate({"vendors": BATCHING})
+    all_, disputed = strategies(config, 0.5, 0.2)
+    hand = {"openai": batch_rates("gpt-5", "openai"), "deepseek": batch_rates("deepseek-v3.2", "deepseek")}
+    for vendor, (rate_in, rate_out) in hand.items():
+        member = next(m for m in config.roster if m.vendor == vendor)
+        mine = [r for r in ROWS if member in eligible_members(r, config.roster, config.self_exclusion)]
+        assert all_["vendors"][vendor]["batch_size"] == 1
+        tokens_in = sum(estimate_tokens(round1_messages(ITEMS[r.item_id], r), 0) for r in mine)
+        by_hand = (tokens_in * rate_in + len(mine) * EXPECTED_OUTPUT_TOKENS * rate_out) / 1e6
+        for s in (all_, disputed):
+            v = s["vendors"][vendor]
+            assert v["transport"] == "batch" and v["cost_batch_by_round_usd"]["1"] == pytest.approx(by_hand, abs=1e-6)
+            assert v["cost_run_usd"] == v["cost_batch_usd"]
+    for s in (all_, disputed):
+        vendors = s["vendors"]
+        assert vendors["openai"]["cost_batch_usd"] == pytest.approx(vendors["openai"]["cost_usd"] / 2, abs=1e-5)
+        assert vendors["deepseek"]["cost_batch_usd"] == vendors["deepseek"]["cost_usd"]  # standard rate assumed
+        assert [v for v, x in vendors.items() if not x["batch_price_known"]] == ["alibaba", "deepseek", "mistral"]
+        assert vendors["google"]["cost_run_usd"] == vendors["google"]["cost_usd"] > vendors["google"]["cost_batch_usd"]
+        assert s["cost_batch_usd"] == pytest.approx(sum(v["cost_batch_usd"] for v in vendors.values()), abs=1e-6)
+        assert s["cost_run_usd"] == pytest.approx(sum(v["cost_batch_usd" if v["transport"] == "batch" else "cost_usd"]
+                                                      for v in vendors.values()), abs=1e-6)
+        assert s["cost_batch_usd"] < s["cost_run_usd"] < s["cost_usd"]
+        # openai's rpm is its synchronous quota: google alone bounds the run
+        assert s["t_star_s"] == pytest.approx(60 * vendors["google"]["requests"] / 100, rel=1e-3)
+        assert vendors["openai"]["minutes"] == 0.0 and vendors["openai"]["requests"] > 0
+
+
+def test_the_command_shows_both_rates_and_says_what_batches(tmp_path, capsys):
+    config = tmp_path / "council.json"
+    config.write_bytes(orjson.dumps({"vendors": BATCHING}))
+    assert main(["estimate", "--config", str(config), "--unanimity", "0.7", "--json"]) == 0
+    data = orjson.loads(capsys.readouterr().out)
+    assert data["batching"] == ["openai", "deepseek"] and data["batch_unpriced"] == ["deepseek/deepseek-v3.2"]
+    assert data["cost_batch_usd"] < data["cost_run_usd"] < data["cost_usd"]
+    assert main(["estimate", "--config", str(config), "--unanimity", "0.7"]) == 0
+    out = capsys.readouterr().out
+    disputed = next(s for s in data["strategies"] if s["name"] == "disputed")
+    for figure in (data["cost_usd"], data["cost_batch_usd"], data["cost_run_usd"], disputed["cost_batch_usd"],
+                   disputed["cost_run_usd"]):
+        assert f"{figure:.4f}" in out
+    assert "batch transport: openai, deepseek" in out and "T* does not apply" in out and "24 h" in out
+    assert "this run counts deepseek/deepseek-v3.2 at it" in out
+    assert main(["estimate", "--unanimity", "0.7"]) == 0  # nothing batches: nothing said of a batch transport
+    out = capsys.readouterr().out
+    assert "batch $" in out and "batch transport:" not in out and "this run counts" not in out
+
+
 # ---- the command: no rate, a stated rate, a pilot ---------------------------------------------------------------
 
 
