@@ -282,6 +282,7 @@ def council_config(args: argparse.Namespace) -> CouncilConfig:
                                                    ("budget_usd", opt("budget_usd")),
                                                    ("batch_audit", opt("batch_audit")),
                                                    ("deliberate", opt("deliberate")),
+                                                   ("transport", opt("transport")),
                                                    ("deliberation_audit", opt("deliberation_audit"))) if v is not None}
     if opt("vendor_map"):
         overrides["vendor_map"] = importers.load_vendor_map(args.vendor_map)
@@ -386,7 +387,7 @@ def _run_options(manifest: dict[str, Any]) -> dict[str, Any]:
         seed=manifest["seed"], quorum=manifest["quorum"], no_self_exclusion=not manifest["self_exclusion"],
         no_containment=not config.get("judge", {}).get("containment", True),
         shadow_self=bool(config.get("shadow_self")), batch_audit=config.get("batch_audit"),
-        deliberate=config.get("deliberate", "all"), deliberation_audit=config.get("deliberation_audit", 0.0),
+        deliberate=config.get("deliberate", "all"), transport=config.get("transport", "sync"), deliberation_audit=config.get("deliberation_audit", 0.0),
         compress_archive=bool(config.get("compress_archive")), simulate=bool(manifest.get("simulated")),
         run_id=manifest["run_id"], reuse_from=list(manifest.get("reuse_from", [])),
         models=",".join(manifest.get("models", [])) or None, bank=Path(manifest["bank_path"]),

@@ -35,7 +35,7 @@ class RayPool:
             m.vendor: JudgeActor.options(**options).remote(
                 m, endpoints[m.vendor], config.judge, config.settings(m.vendor), config.seed,
                 _judge_prices(config, m.vendor))
-            for m in config.roster
+            for m in config.roster if config.transport_of(m.vendor) != "batch"  # those vote from the driver
         }
         self.elicitor_actors = {
             v: ElicitorActor.options(**options).remote(

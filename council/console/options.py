@@ -139,6 +139,10 @@ def running_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ray-address", metavar="ADDRESS",
                    help="join this Ray cluster (e.g. auto) (default: none: start a private local instance on "
                         "127.0.0.1)")
+    p.add_argument("--transport", choices=("sync", "batch"),
+                   help="sync: every vote a chat call; batch: through the providers' batch APIs, at their batch "
+                        "price (about half), results within 24 hours; a vendor whose config says transport = "
+                        "\"sync\" stays synchronous (default: the config's, else sync)")
     p.add_argument("--shards", type=count, metavar="N",
                    help="spread the rows over N shard workers (Ray actors placed across the cluster's nodes, one "
                         "CPU each) that share each vendor's one quota; the run folder stays on this node "

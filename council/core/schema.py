@@ -207,6 +207,7 @@ class JudgeCallRecord(_Strict):
     reserve: bool = False  # the member sat in as a reserve, for a seat self-exclusion emptied
     shadow: bool = False  # a --shadow-self vote of the row's own vendor: recorded, never counted
     audit_of: str | None = None  # a --batch-audit vote: the request_id of the batched vote it re-asks alone
+    batch_id: str | None = None  # the batch transport: the provider's batch that carried the vote (None: a chat call)
 
 
 class ElicitedRecord(_Strict):

@@ -456,6 +456,8 @@ def _check_shards(shards: int, backend: str, models: list[str], reuse_from: list
         problems.append("elicitation (--models) runs on one node")
     if reuse_from:
         problems.append("--reuse-from is served by a single-node run")
+    if config.batching:
+        problems.append("the batch transport waits on its batches from one process")
     if problems:
         raise ConfigError(f"--shards {shards}: {'; '.join(problems)}; leave out --shards for this run")
 
@@ -498,6 +500,10 @@ async def _grade_here(
         from council.grading.pools import LocalPool
 
         pool = LocalPool(config, endpoints, models, ledger=hooks.ledger, holder=hooks.holder)
+    if config.batching:
+        from council.batching.pool import BatchingPool
+
+        pool = BatchingPool(pool, config, endpoints, folder.path, getattr(pool, "judges", None))
     stop.on_request(lambda: asyncio.ensure_future(pool.cancel_queued()))  # queued votes are never sent
     tasks = [ElicitTask(row_id=f"{i.id}::{m}", item_id=i.id, model=m, vendor=config.vendor_of(m), prompt=i.prompt,
                         request_key=elicit_key(m, i.prompt, config.elicit_max_tokens))

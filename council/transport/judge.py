@@ -64,7 +64,7 @@ _Vote = tuple[str, str] | tuple[dict[str, int], str]  # (verdict, reason) or a g
 
 
 @dataclass(slots=True)
-class _Call:
+class Call:
     """What one request produced, before it is turned into records."""
 
     raws: list[str] = field(default_factory=list)
@@ -223,13 +223,11 @@ class Judge:
     def _request(self, round_: int, tasks: list[JudgeTask]) -> _Request:
         """Messages, output bound and response format of a request for these rows."""
         if len(tasks) == 1:
-            scale = tasks[0].scale
-            fmt = RESPONSE_FORMAT if scale is None else {"type": "json_schema", "json_schema": scale_schema(scale)}
-            return single_messages(round_, tasks[0].body), self.params.max_tokens, fmt
+            return one_request(self.params, tasks[0])
         bodies = [t.body for t in tasks]
         return batch_messages(round_, bodies), 32 + OUTPUT_TOKENS_PER_ROW * len(bodies), BATCH_RESPONSE_FORMAT
 
-    async def _chat(self, messages: list[dict[str, str]], max_tokens: int, response_format: dict, call: _Call,
+    async def _chat(self, messages: list[dict[str, str]], max_tokens: int, response_format: dict, call: Call,
                     admitted: bool) -> str:
         result = await self.client.chat(
             self.member.judge_model, messages, temperature=self.params.temperature, max_tokens=max_tokens,
@@ -245,19 +243,14 @@ class Judge:
     async def _ask_one(self, task: JudgeTask, request: _Request | None = None) -> JudgeCallRecord:
         """One row alone: the question, then at most one repair re-ask; never a guessed vote. A ``request``
         given was built and admitted by the pump; without one the row is asked anew (a batch's leftover)."""
-        call, vote, status = _Call(), None, "unparseable"
+        call, vote, status = Call(), None, "unparseable"
         messages, max_tokens, fmt = request or self._request(task.round, [task])
-        scale = task.scale
-
-        def read(text: str) -> tuple[_Vote | None, str]:
-            return read_verdict(text) if scale is None else read_scores(text, scale)
-
         try:
             content = await self._chat(messages, max_tokens, fmt, call, admitted=request is not None)
-            vote, status = read(content)
+            vote, status = read_vote(content, task.scale)
             if vote is None:
                 content = await self._chat(repair_messages(messages, content), max_tokens, fmt, call, False)
-                vote = read(content)[0]
+                vote = read_vote(content, task.scale)[0]
                 status = "repaired" if vote else "unparseable"
         except ProviderUnavailable:
             raise  # the vendor cannot be used: not a vote, and not archived
@@ -270,7 +263,7 @@ class Judge:
         """Several rows of one round in one (admitted) request; rows the answer leaves out are asked again
         alone. Raises :class:`ProviderUnavailable` if the request meets an unusable vendor; a row asked again
         alone that meets one gets the exception in its place (the others keep their records)."""
-        call, votes, status = _Call(), None, "ok"
+        call, votes, status = Call(), None, "ok"
         rows = [t.row_id for t in tasks]
         messages, max_tokens, fmt = request
         try:
@@ -301,26 +294,47 @@ class Judge:
             out[i] = record
         return [r for r in out if r is not None]
 
-    def _record(self, task: JudgeTask, vote: _Vote | None, status: ParseStatus, call: _Call,
+    def _record(self, task: JudgeTask, vote: _Vote | None, status: ParseStatus, call: Call,
                 request_id: str, batch_rows: list[str], usage: Usage) -> JudgeCallRecord:
         """One vote's record; ``batch_rows`` are the rows of its batched request in key order ([] alone)."""
-        graded = vote is not None and isinstance(vote[0], dict)
-        return JudgeCallRecord(
-            row_id=task.row_id, round=task.round, member=self.member.vendor, judge_model=self.member.judge_model,
-            verdict=vote[0] if vote and not graded else None, reason=vote[1] if vote else None, ok=vote is not None,
-            scores=vote[0] if graded else None,
-            parse_status=status if vote or status == "error" else "unparseable", raw_outputs=call.raws,
-            finish_reason=call.finish, usage=usage,
-            cost_usd=usage.cost_usd(*self.prices),
-            latency_s=round(time.perf_counter() - call.started, 6), attempts=call.attempts, error=call.error,
-            judge_prompt_version=self.params.prompt_version, judge_prompt_hash=prompt_hash(task.round, task.body),
-            rubric_hash=task.rubric_hash, methodology_version=METHODOLOGY_VERSION,
-            request=RequestParams(model=self.member.judge_model, temperature=self.params.temperature,
-                                  max_tokens=call.max_tokens or self.params.max_tokens),
-            request_key=task.request_key, request_id=request_id or uuid.uuid4().hex,
-            batch_size=max(1, len(batch_rows)), batch_rows=batch_rows, peer_letters=task.peer_letters,
-            reserve=self.member.reserve,
-        )
+        return vote_record(self.member, self.params, self.prices, task, vote, status, call, request_id, batch_rows,
+                           usage)
+
+
+def one_request(params: JudgeParams, task: JudgeTask) -> _Request:
+    """Messages, output bound and response format of a request for one row alone."""
+    scale = task.scale
+    fmt = RESPONSE_FORMAT if scale is None else {"type": "json_schema", "json_schema": scale_schema(scale)}
+    return single_messages(task.round, task.body), params.max_tokens, fmt
+
+
+def read_vote(text: str, scale: Scale | None) -> tuple[_Vote | None, ParseStatus]:
+    """A one-row answer's vote (a verdict and reason, or a graded item's levels) and how it parsed."""
+    return read_verdict(text) if scale is None else read_scores(text, scale)
+
+
+def vote_record(member: MemberSpec, params: JudgeParams, prices: tuple[float, ...], task: JudgeTask,
+                vote: _Vote | None, status: ParseStatus, call: Call, request_id: str, batch_rows: list[str],
+                usage: Usage, batch_id: str | None = None, cost_usd: float | None = None) -> JudgeCallRecord:
+    """One vote's record, however it was asked (a chat call, or a provider's batch: ``batch_id``); its cost is
+    ``usage`` at ``prices`` unless ``cost_usd`` says it."""
+    graded = vote is not None and isinstance(vote[0], dict)
+    return JudgeCallRecord(
+        row_id=task.row_id, round=task.round, member=member.vendor, judge_model=member.judge_model,
+        verdict=vote[0] if vote and not graded else None, reason=vote[1] if vote else None, ok=vote is not None,
+        scores=vote[0] if graded else None,
+        parse_status=status if vote or status == "error" else "unparseable", raw_outputs=call.raws,
+        finish_reason=call.finish, usage=usage,
+        cost_usd=usage.cost_usd(*prices) if cost_usd is None else cost_usd,
+        latency_s=round(time.perf_counter() - call.started, 6), attempts=call.attempts, error=call.error,
+        judge_prompt_version=params.prompt_version, judge_prompt_hash=prompt_hash(task.round, task.body),
+        rubric_hash=task.rubric_hash, methodology_version=METHODOLOGY_VERSION,
+        request=RequestParams(model=member.judge_model, temperature=params.temperature,
+                              max_tokens=call.max_tokens or params.max_tokens),
+        request_key=task.request_key, request_id=request_id or uuid.uuid4().hex,
+        batch_size=max(1, len(batch_rows)), batch_rows=batch_rows, peer_letters=task.peer_letters,
+        reserve=member.reserve, batch_id=batch_id,
+    )
 
 
 def take_batch(queue: deque[tuple[JudgeTask, asyncio.Future[JudgeCallRecord]]], k: int,

@@ -1,0 +1,150 @@
+"""The run folder's record of its batches (``batches.jsonl``), written before the run moves on.
+
+One JSON line per event, appended and flushed to disk (``fsync``) before the step that depends on it:
+
+- ``intent``: a batch about to be created: our id for it (``local``), the vendor, API and model, and the
+  custom ids (the votes' request keys) it carries. Written before the upload, so a run killed between the
+  provider's answer and the next line still knows which keys may be in a batch it never heard back about.
+- ``submitted``: the provider's batch id and input file id (OpenAI) for a ``local`` batch.
+- ``ended``: how the batch ended (the provider's status), its result files (OpenAI) and counts.
+- ``gone``: an intent whose batch the provider does not have (never created), or a batch it no longer knows
+  (404, as after a restart of the embedded provider): its keys may be sent again.
+
+A torn last line (a crash mid-write) is dropped when the journal is read. :class:`Journal` replays the lines
+into one :class:`BatchEntry` per local batch; :func:`write_status` keeps a snapshot of every batch's last poll
+(``batches.json``) that ``council show`` reads without a call.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+JOURNAL = "batches.jsonl"
+STATUS = "batches.json"
+
+
+@dataclass(slots=True)
+class BatchEntry:
+    """What the run folder knows of one batch."""
+
+    local: str
+    vendor: str
+    api: str
+    model: str
+    keys: list[str]
+    intent_at: float
+    tokens: int = 0  # prompt tokens enqueued (estimated), for the vendor's queue limit
+    batch_id: str | None = None
+    input_file_id: str | None = None
+    submitted_at: float | None = None
+    status: str | None = None  # the provider's status at the last poll
+    ended_at: float | None = None
+    output_file_id: str | None = None
+    error_file_id: str | None = None
+    counts: dict[str, int] = field(default_factory=dict)
+    gone: bool = False
+    created_at: float | None = None  # the provider's creation time (Unix)
+    expected_end: float | None = None  # when it should end, from its progress (Unix)
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def open(self) -> bool:
+        """Submitted and neither ended nor gone: its keys may still succeed."""
+        return self.batch_id is not None and self.ended_at is None and not self.gone
+
+    @property
+    def unconfirmed(self) -> bool:
+        """An intent with no batch id on record: the provider may or may not have created it."""
+        return self.batch_id is None and not self.gone
+
+
+class Journal:
+    """``batches.jsonl`` of one run folder: read once when opened, appended to as batches move on."""
+
+    def __init__(self, folder: Path) -> None:
+        self.path = Path(folder) / JOURNAL
+        self.status_path = Path(folder) / STATUS
+        self.entries: dict[str, BatchEntry] = {}
+        if self.path.is_file():
+            self._replay(self.path.read_bytes())
+        self._handle = None
+
+    def _replay(self, data: bytes) -> None:
+        lines = data.split(b"\n")
+        if data and not data.endswith(b"\n"):
+            lines = lines[:-1]  # a torn last line: its step never happened as far as the run knows
+            self._truncate_to(len(data) - len(data.rsplit(b"\n", 1)[-1]))
+        for line in lines:
+            if line.strip():
+                self._apply(orjson.loads(line))
+
+    def _truncate_to(self, size: int) -> None:
+        with open(self.path, "r+b") as handle:
+            handle.truncate(size)
+
+    def _apply(self, event: dict[str, Any]) -> None:
+        kind = event.pop("event")
+        if kind == "intent":
+            self.entries[event["local"]] = BatchEntry(**event)
+            return
+        entry = self.entries[event.pop("local")]
+        if kind == "gone":
+            entry.gone = True
+            return
+        for name, value in event.items():
+            setattr(entry, name, value)
+
+    def _write(self, event: dict[str, Any]) -> None:
+        if self._handle is None:
+            self._handle = open(self.path, "ab")
+        self._handle.write(orjson.dumps(event) + b"\n")
+        self._handle.flush()
+        os.fsync(self._handle.fileno())
+        self._apply(dict(event))
+
+    def intend(self, local: str, vendor: str, api: str, model: str, keys: list[str], tokens: int) -> BatchEntry:
+        self._write({"event": "intent", "local": local, "vendor": vendor, "api": api, "model": model, "keys": keys,
+                     "intent_at": time.time(), "tokens": tokens})
+        return self.entries[local]
+
+    def submitted(self, local: str, batch_id: str, input_file_id: str | None, created_at: float | None) -> None:
+        self._write({"event": "submitted", "local": local, "batch_id": batch_id, "input_file_id": input_file_id,
+                     "submitted_at": time.time(), "created_at": created_at})
+
+    def ended(self, local: str, status: str, counts: dict[str, int], output_file_id: str | None,
+              error_file_id: str | None, errors: list[str]) -> None:
+        self._write({"event": "ended", "local": local, "status": status, "ended_at": time.time(), "counts": counts,
+                     "output_file_id": output_file_id, "error_file_id": error_file_id, "errors": errors})
+
+    def gone(self, local: str) -> None:
+        self._write({"event": "gone", "local": local})
+
+    def of(self, vendor: str) -> list[BatchEntry]:
+        return [e for e in self.entries.values() if e.vendor == vendor]
+
+    def write_status(self) -> None:
+        """Every batch as of its last poll (``batches.json``), replaced whole."""
+        data = orjson.dumps({"at": time.time(), "batches": [asdict(e) | {"keys": len(e.keys)}
+                                                             for e in self.entries.values()]})
+        tmp = self.status_path.with_name(self.status_path.name + ".tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, self.status_path)
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+
+
+def read_status(folder: Path) -> dict[str, Any] | None:
+    """The last snapshot of a run's batches, or None for a run that sent none."""
+    path = Path(folder) / STATUS
+    if not path.is_file():
+        return None
+    return orjson.loads(path.read_bytes())
