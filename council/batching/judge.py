@@ -17,8 +17,9 @@ prompt for two rows) share one request, and its usage is split between them.
   goes to ``batches.json`` at each poll, with its counts, age and expected end.
 - **Results**: a succeeded request is read as a synchronous answer is (an unparseable one gets one repair
   request, in the next batch, as a chat call gets one repair call); an expired, cancelled or failed request is
-  sent again, in a new batch, or as a chat call when fewer than ``batch.sync_below`` remain
-  (``fallback``), up to ``MAX_SENDS`` times, then archived as an error (asked again by a resume). A request the
+  sent again, in a new batch, or as a chat call (``fallback``) when fewer than ``batch.sync_below`` remain or it
+  was lost ``MAX_SENDS - 1`` times; with no fallback, a request lost ``MAX_SENDS`` times is archived as an error
+  (asked again by a resume). A request the
   provider refuses (4xx) is an error record, as a chat call's would be; a batch that fails validation stops the
   run with the provider's reasons.
 """
@@ -489,10 +490,10 @@ class BatchJudge:
         self._room.set()
         if again:
             self.stats.resent += len(again)
-            if self.fallback is not None and len(again) < self.batch.sync_below and not self._queued:
-                await asyncio.gather(*(self._send_sync(w) for w in again))
-            else:
-                self._requeue(again)
+            few = len(again) < self.batch.sync_below and not self._queued
+            chat = [w for w in again if self.fallback is not None and (few or w.sends >= MAX_SENDS - 1)]
+            self._requeue([w for w in again if w not in chat])
+            await asyncio.gather(*(self._send_sync(w) for w in chat))
 
     async def _send_sync(self, want: _Want) -> None:
         """A request sent again as a chat call (few remain: a batch would wait longer than it is worth)."""

@@ -1,0 +1,183 @@
+"""Runs on the batch transport against the embedded provider's batch APIs: the same verdicts as a synchronous run,
+at the batch price, archived as any run is; faults of a real batch API (expiry part done, per-request errors, a
+full queue) cost only the votes they lost; a vendor that stays synchronous does so in the same run."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import orjson
+import pytest
+
+import bank
+from council.batching.journal import JOURNAL
+from council.protocol.config import CouncilConfig
+from council.run.runner import RunRequest, run_council
+from council.scoring.diff import diff_runs
+from council.scoring.scoring import rescore
+from council.sim import SimConfig
+from council.store.runfolder import RunFolder
+from tests.council.test_end_to_end import lines, subset
+
+ITEMS = 16  # of the sample's 160: 96 rows
+FAST = {"flush_s": 0.05, "poll_s": 0.2}
+HALF_PRICED = ("anthropic", "google", "openai")  # the default roster's judges the price table has batch rates for
+
+
+def sim_file(tmp_path: Path, name: str, **behaviour: float) -> Path:
+    """The planted world at seed 0, its batches ending after 0.3 s, every vendor with ``behaviour`` on top."""
+    config = SimConfig.planted(seed=0).model_copy(update={"batch_completion_s": 0.3})
+    config = config.model_copy(update={"vendors": {v: b.model_copy(update=behaviour)
+                                                   for v, b in config.vendors.items()}})
+    path = tmp_path / name
+    path.write_bytes(orjson.dumps(config.model_dump(mode="json")))
+    return path
+
+
+async def run(tmp_path: Path, run_id: str, sim: Path, **config) -> Path:
+    req = RunRequest(bank=bank.SAMPLE_BANK, responses=subset(tmp_path, ITEMS), runs_dir=tmp_path / "runs",
+                     run_id=run_id, backend="local", config=CouncilConfig(**config), sim_config=sim)
+    result = await run_council(req)
+    assert result.complete, result.summary["state"]
+    return result.run_dir
+
+
+def votes(run_dir: Path) -> dict[tuple[str, str, int], dict]:
+    return {(r["row_id"], r["member"], r["round"]): r
+            for name in ("round1.jsonl", "round2.jsonl") for r in lines(run_dir / name)}
+
+
+def journal(run_dir: Path) -> list[dict]:
+    return lines(run_dir / JOURNAL)
+
+
+def cost_by_member(records: dict) -> Counter:
+    out: Counter = Counter()
+    for r in records.values():
+        out[r["member"]] += r["cost_usd"]
+    return out
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory):
+    """A synchronous run and a batch run of the same rows, seed and world."""
+    import asyncio
+
+    tmp = tmp_path_factory.mktemp("pair")
+    sim = sim_file(tmp, "sim.json")
+    sync = asyncio.run(run(tmp, "sync", sim))
+    batch = asyncio.run(run(tmp, "batch", sim, transport="batch", batch=FAST))
+    return sync, batch
+
+
+def test_a_batch_run_gives_the_synchronous_run_s_verdicts_at_the_batch_price(pair):
+    sync, batch = pair
+    assert (batch / "verdicts.jsonl").read_bytes() == (sync / "verdicts.jsonl").read_bytes()
+    vs, vb = votes(sync), votes(batch)
+    assert vs.keys() == vb.keys()
+    for key, record in vb.items():
+        assert (record["verdict"], record["parse_status"], record["request_key"]) == (
+            vs[key]["verdict"], vs[key]["parse_status"], vs[key]["request_key"]), key
+        assert record["usage"]["prompt_tokens"] == vs[key]["usage"]["prompt_tokens"], key
+    # Each judge is charged its batch rate: half for the judges the price table has batch rates for, the standard
+    # rate (the fallback) for the others.
+    cs, cb = cost_by_member(vs), cost_by_member(vb)
+    for member in cs:
+        ratio = 0.5 if member in HALF_PRICED else 1.0
+        assert cb[member] == pytest.approx(cs[member] * ratio, rel=1e-6), member
+    summary_s = orjson.loads((sync / "summary.json").read_bytes())
+    summary_b = orjson.loads((batch / "summary.json").read_bytes())
+    assert summary_b["cost_usd"] < 0.8 * summary_s["cost_usd"]
+
+
+def test_every_batch_vote_names_the_batch_that_carried_it_and_the_journal_holds_it(pair):
+    _, batch = pair
+    events = journal(batch)
+    submitted = {e["batch_id"]: e["local"] for e in events if e["event"] == "submitted"}
+    keys = {e["local"]: set(e["keys"]) for e in events if e["event"] == "intent"}
+    ended = {e["local"]: e["status"] for e in events if e["event"] == "ended"}
+    records = votes(batch)
+    assert all(r["batch_id"] in submitted for r in records.values())
+    for record in records.values():
+        assert record["request_key"] in keys[submitted[record["batch_id"]]] or record["parse_status"] == "repaired"
+    assert set(ended) == set(submitted.values()) and set(ended.values()) == {"completed"}
+    # Round one went out before round two: no batch mixes the rounds' keys, and every round-two batch was asked
+    # for after round one's batch of the same vendor was created.
+    rounds = {local: {r["round"] for r in records.values() if submitted[r["batch_id"]] == local
+                      and r["parse_status"] != "repaired"} for local in keys}
+    assert all(len(r) <= 1 for r in rounds.values()), rounds
+    stats = orjson.loads((batch / "provider_stats.json").read_bytes())["models"]
+    assert all(m["batch_billed_twice"] == 0 for m in stats.values())
+    assert sum(m["requests"] - m["batch_requests"] for m in stats.values()) == 0  # no chat call at all
+
+
+def test_rescore_and_diff_treat_a_batch_run_like_any_other(pair):
+    sync, batch = pair
+    before = (batch / "summary.json").read_bytes()
+    rescore(RunFolder.open(batch))
+    assert orjson.loads((batch / "summary.json").read_bytes()) == orjson.loads(before)
+    diff = diff_runs(RunFolder.open(sync), RunFolder.open(batch))
+    assert diff["comparable"] and diff["changed_rows"] == [] and diff["rows_compared"] == 6 * ITEMS
+
+
+async def test_expiry_part_done_and_request_errors_ask_again_only_the_missing_votes(tmp_path, pair):
+    sync, _ = pair
+    sim = sim_file(tmp_path, "faulty.json", batch_expire_rate=0.6, batch_expire_done=0.5, batch_error_rate=0.1)
+    run_dir = await run(tmp_path, "faulty", sim, transport="batch", batch={**FAST, "sync_below": 0})
+    assert (run_dir / "verdicts.jsonl").read_bytes() == (sync / "verdicts.jsonl").read_bytes()
+    events = journal(run_dir)
+    intents = {e["local"]: e for e in events if e["event"] == "intent"}
+    ended = [e for e in events if e["event"] == "ended"]
+    assert Counter(e["status"] for e in ended)["expired"] >= 2  # the fault did happen
+    sent = sum(len(e["keys"]) for e in intents.values())
+    distinct = {k for e in intents.values() for k in e["keys"]}
+    # Every request sent more than once was lost the time before: never answered before its batch expired, or
+    # answered with an error. The provider's own counts of each ended batch say how many those were.
+    # A lost request (never answered before its batch expired, or answered with an error: the provider's own
+    # counts of each ended batch say how many) went again in a later batch, or, lost twice, as a chat call.
+    stats = orjson.loads((run_dir / "provider_stats.json").read_bytes())["models"]
+    chat = sum(m["requests"] - m["batch_requests"] for m in stats.values())
+    lost = sum(e["counts"]["total"] - e["counts"]["succeeded"] for e in ended)
+    assert sent - len(distinct) + chat == lost and sent > len(distinct)
+    # Nothing was paid twice: the provider billed each request once, through a batch or as a chat call.
+    assert sum(m["batch_billed_twice"] for m in stats.values()) == 0
+    assert sum(m["billed"] for m in stats.values()) == len(distinct)
+
+
+async def test_a_vendor_on_anthropic_s_batches_and_one_that_stays_synchronous_share_a_run(tmp_path, pair):
+    sync, _ = pair
+    vendors = {"anthropic": {"api": "anthropic"}, "openai": {"transport": "sync"}}
+    run_dir = await run(tmp_path, "mixed", sim_file(tmp_path, "sim.json"), transport="batch", batch=FAST,
+                        vendors=vendors)
+    assert (run_dir / "verdicts.jsonl").read_bytes() == (sync / "verdicts.jsonl").read_bytes()
+    records = votes(run_dir)
+    by_member = {m: [r for r in records.values() if r["member"] == m] for m in {r["member"] for r in records.values()}}
+    assert all(r["batch_id"] is None for r in by_member["openai"])
+    assert all(r["batch_id"].startswith("msgbatch_") for r in by_member["anthropic"])
+    assert all(r["batch_id"].startswith("batch_") for r in by_member["google"])
+    apis = {e["vendor"]: e["api"] for e in journal(run_dir) if e["event"] == "intent"}
+    assert apis.get("anthropic") == "anthropic" and "openai" not in apis and apis["google"] == "openai"
+    stats = orjson.loads((run_dir / "provider_stats.json").read_bytes())["models"]
+    openai = next(v for k, v in stats.items() if k.startswith("openai/"))
+    assert openai["batch_requests"] == 0 and openai["requests"] == len(by_member["openai"]) + sum(
+        r["parse_status"] == "repaired" for r in by_member["openai"])
+
+
+async def test_queue_limits_split_the_work_into_batches_that_fit(tmp_path, pair):
+    sync, _ = pair
+    # The config's limit: at most 40 requests enqueued per vendor at once. The provider's: at most 6,000 prompt
+    # tokens enqueued per vendor (about 17 requests), said only by refusing a batch that would overflow it.
+    sim = sim_file(tmp_path, "queued.json", batch_queue_tokens=6000)
+    vendors = {"google": {"batch_queue_requests": 40}}
+    run_dir = await run(tmp_path, "queued", sim, transport="batch", batch=FAST, vendors=vendors)
+    assert (run_dir / "verdicts.jsonl").read_bytes() == (sync / "verdicts.jsonl").read_bytes()
+    events = journal(run_dir)
+    intents = [e for e in events if e["event"] == "intent"]
+    google = [e for e in intents if e["vendor"] == "google"]
+    assert len(google) > 3 and max(len(e["keys"]) for e in google) <= 40
+    gone = {e["local"] for e in events if e["event"] == "gone"}
+    failed = {e["local"] for e in events if e["event"] == "ended" and e["status"] == "failed"}
+    assert gone or failed  # the provider's queue did refuse some batch...
+    stats = orjson.loads((run_dir / "provider_stats.json").read_bytes())["models"]
+    assert sum(m["batch_billed_twice"] for m in stats.values()) == 0  # ...which cost nothing
