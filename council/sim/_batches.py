@@ -34,12 +34,16 @@ with a fraction done (``batch_expire_rate``, ``batch_expire_done``), a request f
 (``batch_fail_rate``), and a queue of ``batch_queue_tokens`` enqueued prompt tokens across the vendor's
 unfinished batches (OpenAI: ``failed`` with ``token_limit_exceeded``; Anthropic: 429 ``rate_limit_error``).
 
+A create may answer ``SimConfig.batch_reply_delay_s`` after the batch is made (a slow answer: a client that dies
+meanwhile never hears of a batch that exists).
+
 Batches and files live in this process's memory: a provider restart loses them all, which a real provider
 never does (a client that resumes after restarting the provider finds its batches unknown, 404).
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import random
 import re
@@ -469,7 +473,14 @@ async def _create_batch(request: web.Request) -> web.Response:
     if errors:
         b.errors, b.bodies, b.queued = errors, [], {}
         store.finish(b, "failed", b.created)
+    await _slow_reply(store)
     return _json(_openai_view(store, b, "validating"))
+
+
+async def _slow_reply(store: BatchStore) -> None:
+    """The answer to a create, ``batch_reply_delay_s`` after the batch was made (``SimConfig``)."""
+    if store.st.config.batch_reply_delay_s:
+        await asyncio.sleep(store.st.config.batch_reply_delay_s)
 
 
 def _openai_batch(request: web.Request) -> _Batch | web.Response:
@@ -581,6 +592,7 @@ async def _create_message_batch(request: web.Request) -> web.Response:
         return refusal(429, "rate_limit_error", f"This batch would exceed the {vendor} batch queue "
                                 f"limit of enqueued tokens.")
     store.batches[b.id] = b
+    await _slow_reply(store)
     return _json(_anthropic_view(request, store, b))
 
 

@@ -233,6 +233,9 @@ class SimConfig(BaseModel):
     batch_completion_s: float = Field(default=3.0, ge=0.0)
     """How long a batch (either batch API) takes from its creation to its end, in seconds of the provider's
     clock; its requests are answered one by one in between (in a seeded order, not the request order)."""
+    batch_reply_delay_s: float = Field(default=0.0, ge=0.0)
+    """How long a batch create takes to answer after the batch is made, in seconds: a client that dies (or times
+    out) meanwhile never hears of a batch that exists, as with a slow provider."""
     models: dict[str, ModelBehaviour] = Field(default_factory=dict)
     """Models under test by model id (``"openai/gpt-4o-mini"``); others answer as ``default_model``."""
     default_model: ModelBehaviour = Field(default_factory=ModelBehaviour)
