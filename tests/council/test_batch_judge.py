@@ -1,0 +1,160 @@
+"""The batch judge against the embedded provider's batch APIs, without a run around it: what the official SDKs
+create the council's batch client reads alike; a judge on a journal whose batches ended reads their results
+again instead of sending; two votes with one prompt share one request and its usage; a batch that fails
+validation stops the vendor with the provider's reasons; a stop fails only what is not in a batch yet."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+
+import pytest
+
+from council.batching.api import AnthropicBatches, OpenAIBatches, Packed
+from council.batching.journal import Journal
+from council.batching.judge import BatchJudge
+from council.core.errors import ProviderUnavailable
+from council.core.schema import BankItem, MemberSpec, ResponseRow
+from council.grading.stop import Stopped
+from council.protocol.config import BatchSettings, Endpoint, JudgeParams, VendorSettings
+from council.protocol.prompts import request_key, round1_body
+from council.sim import SimConfig, TruthTable, VendorBehaviour, start_sim
+from council.transport.batch_formats import BatchRequest
+from council.transport.judge import JudgeTask, one_request
+from council.transport.wire import Reply
+from tests.sim.test_sim_batches import QUIET, clients, line, native, submit
+
+GPT, CLAUDE = "openai/gpt-5", "anthropic/claude-sonnet-4.5"
+LLAMA = "meta-llama/llama-3.3-70b-instruct"
+FAST = BatchSettings(flush_s=0.02, poll_s=0.1, sync_below=0)
+PARAMS = JudgeParams()
+
+
+def world(n: int) -> tuple[TruthTable, list[JudgeTask]]:
+    items = [BankItem(id=f"q{i}", probe="arithmetic", prompt=f"What is {i} + {i}?", reference=str(2 * i),
+                      rationale="arithmetic") for i in range(n)]
+    rows = [ResponseRow(row_id=f"r{i}", item_id=it.id, model=LLAMA, response=f"It is {i * 7 % 13}, reply {i}.",
+                        gold_verdict="correct" if i % 2 else "incorrect") for i, it in enumerate(items)]
+    tasks = []
+    for item, row in zip(items, rows):
+        body = round1_body(item, row)
+        tasks.append(JudgeTask(row.row_id, 1, body, request_key=request_key(GPT, 1, body, 0.0, PARAMS.max_tokens),
+                               item_id=item.id))
+    return TruthTable.from_rows(items, rows), tasks
+
+
+def sim(span: float = 0.2) -> SimConfig:
+    return SimConfig(seed=3, batch_completion_s=span, default=VendorBehaviour(**QUIET))
+
+
+def judge(server, journal: Journal, api: str = "openai") -> BatchJudge:
+    endpoint = Endpoint(base_url=server.url)
+    cls = AnthropicBatches if api == "anthropic" else OpenAIBatches
+    member = MemberSpec(vendor="openai", judge_model=GPT)
+    return BatchJudge(member, PARAMS, cls(endpoint, "openai"), journal, settings=VendorSettings(api=api),
+                      batch=FAST, prices=(1.0, 2.0, 0.5, 1.0))
+
+
+async def test_the_council_reads_the_batches_the_official_sdks_create() -> None:
+    _, tasks = world(6)
+    conversations = [one_request(PARAMS, t)[0] for t in tasks]
+    async with await start_sim(sim(), world(6)[0]) as server:
+        openai_sdk, anthropic_sdk = clients(server)
+        endpoint = Endpoint(base_url=server.url)
+        ours_openai, ours_anthropic = OpenAIBatches(endpoint, "openai"), AnthropicBatches(endpoint, "anthropic")
+        created = await submit(openai_sdk, [line(f"r{i}", m) for i, m in enumerate(conversations)])
+        message_batch = await anthropic_sdk.messages.batches.create(
+            requests=[{"custom_id": f"r{i}", "params": native(m)} for i, m in enumerate(conversations)])
+        await asyncio.sleep(0.3)
+        theirs = await openai_sdk.batches.retrieve(created.id)
+        polled = await ours_openai.poll(created.id)
+        assert (polled.status, polled.ended, polled.counts["total"], polled.output_file_id) == (
+            theirs.status, True, theirs.request_counts.total, theirs.output_file_id)
+        outcomes = await ours_openai.results(created.id, polled)
+        text = (await openai_sdk.files.content(theirs.output_file_id)).text.splitlines()
+        assert len(text) == len(outcomes) == 6
+        for raw in text:
+            sdk_line = json.loads(raw)
+            reply = outcomes[sdk_line["custom_id"]]
+            assert isinstance(reply, Reply)
+            assert reply.content == sdk_line["response"]["body"]["choices"][0]["message"]["content"]
+            assert reply.usage.prompt_tokens == sdk_line["response"]["body"]["usage"]["prompt_tokens"]
+        polled = await ours_anthropic.poll(message_batch.id)
+        assert polled.ended and polled.counts == {"total": 6, "succeeded": 6, "errored": 0, "canceled": 0,
+                                                  "expired": 0}
+        outcomes = await ours_anthropic.results(message_batch.id, polled)
+        async for result in await anthropic_sdk.messages.batches.results(message_batch.id):
+            assert outcomes[result.custom_id].content == result.result.message.content[0].text
+        assert await ours_openai.find("nobody's", 0.0, 6) is None  # our metadata key is not the SDK batch's
+        await ours_openai.close()
+        await ours_anthropic.close()
+
+
+async def test_a_judge_on_a_journal_whose_batch_ended_reads_it_again_and_sends_nothing(tmp_path) -> None:
+    truth, tasks = world(8)
+    async with await start_sim(sim(), truth) as server:
+        first = judge(server, Journal(tmp_path))
+        records = await asyncio.gather(*(first.submit(t) for t in tasks))
+        await first.close()
+        assert {r.batch_id for r in records} and all(r.verdict for r in records)
+        billed = (await server.stats())["models"][GPT]["batch_billed"]
+        # A process killed after the batch ended, before its votes were archived: the next one asks again.
+        again = judge(server, Journal(tmp_path))
+        records_again = await asyncio.gather(*(again.submit(t) for t in tasks))
+        await again.close()
+        assert again.stats.batches == 0 and again.stats.read_again == len(tasks)
+        assert (await server.stats())["models"][GPT]["batch_billed"] == billed
+        for a, b in zip(records, records_again):
+            assert (a.verdict, a.reason, a.batch_id, a.usage, a.cost_usd) == (b.verdict, b.reason, b.batch_id,
+                                                                             b.usage, b.cost_usd)
+            assert a.cost_usd == pytest.approx((a.usage.prompt_tokens * 1.0 + a.usage.completion_tokens * 2.0) / 1e6)
+
+
+@pytest.mark.parametrize("api", ["openai", "anthropic"])
+async def test_two_votes_with_one_prompt_share_one_request_and_split_its_usage(tmp_path, api) -> None:
+    truth, tasks = world(2)
+    twin = dataclasses.replace(tasks[0], row_id="r0-twin")  # the same prompt for another row
+    async with await start_sim(sim(), truth) as server:
+        j = judge(server, Journal(tmp_path), api)
+        a, b, c = await asyncio.gather(j.submit(tasks[0]), j.submit(twin), j.submit(tasks[1]))
+        await j.close()
+        stats = (await server.stats())["models"][GPT]
+    assert stats["batch_billed"] == 2 and j.stats.shared == 1
+    assert (a.verdict, a.reason, a.batch_id) == (b.verdict, b.reason, b.batch_id) and a.row_id != b.row_id
+    assert a.usage.prompt_tokens + b.usage.prompt_tokens == stats["prompt_tokens"] - c.usage.prompt_tokens
+    assert abs(a.usage.prompt_tokens - b.usage.prompt_tokens) <= 1
+
+
+async def test_a_batch_that_fails_validation_stops_the_vendor_with_the_provider_s_reasons(tmp_path) -> None:
+    truth, tasks = world(3)
+    async with await start_sim(sim(), truth) as server:
+        j = judge(server, Journal(tmp_path))
+        real_pack = j.api.pack
+
+        def broken(requests: list[BatchRequest]) -> list[Packed]:  # a file whose second line says GET
+            packed = real_pack(requests)[0]
+            lines = packed.body.splitlines(keepends=True)
+            lines[1] = lines[1].replace(b'"method":"POST"', b'"method":"GET"')
+            return [Packed(packed.model, b"".join(lines), packed.custom_ids)]
+
+        j.api.pack = broken
+        results = await asyncio.gather(*(j.submit(t) for t in tasks), return_exceptions=True)
+        await j.close()
+    assert all(isinstance(r, ProviderUnavailable) for r in results), results
+    assert "failed validation" in str(results[0]) and "The method must be POST. (line 2)" in str(results[0])
+
+
+async def test_a_stop_fails_the_votes_not_yet_in_a_batch_and_leaves_the_others(tmp_path) -> None:
+    truth, tasks = world(6)
+    async with await start_sim(sim(span=0.5), truth) as server:
+        j = judge(server, Journal(tmp_path))
+        sent = [j.submit(t) for t in tasks[:3]]
+        while j.stats.batches == 0:  # bounded by the test's timeout
+            await asyncio.sleep(0.01)
+        queued = [j.submit(t) for t in tasks[3:]]
+        await asyncio.sleep(0)
+        assert j.cancel_queued(Stopped("stop")) == 3
+        done = await asyncio.gather(*sent, *queued, return_exceptions=True)
+        await j.close()
+    assert all(r.verdict for r in done[:3]) and all(isinstance(r, Stopped) for r in done[3:])
