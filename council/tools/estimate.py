@@ -231,7 +231,8 @@ def _loads(config: CouncilConfig, items: dict[str, BankItem], rows: list[Respons
         k, requests, tokens, cacheable = 1, [0, 0], [0, 0], 0
         if mine:
             bodies = [round1_body(items[r.item_id], r) for r in mine]
-            k = batch_size_for(settings.rpm, settings.tpm, sum(map(len, bodies)) / len(mine), settings.max_batch)
+            k = (1 if config.transport_of(vendor) == "batch"  # a batch API takes one vote per request
+                 else batch_size_for(settings.rpm, settings.tpm, sum(map(len, bodies)) / len(mine), settings.max_batch))
             for start in range(0, len(mine), k):
                 chunk, chunk_rows = bodies[start:start + k], mine[start:start + k]
                 first = single_messages(1, chunk[0]) if len(chunk) == 1 else batch_messages(1, chunk)

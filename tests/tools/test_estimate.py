@@ -76,6 +76,16 @@ def test_round_two_requests_keep_the_batch_size_and_t_star_follows():
     assert disputed["t_star_s"] < all_["t_star_s"]
 
 
+def test_a_batching_vendor_sends_one_vote_per_request_whatever_its_chat_limits():
+    limited = {"rpm": 60, "max_batch": 4}
+    config = CouncilConfig.model_validate({"vendors": {"google": {**limited, "transport": "batch"},
+                                                       "openai": limited}})
+    all_, _ = strategies(config, 0.5, 0.0)
+    google, openai = all_["vendors"]["google"], all_["vendors"]["openai"]
+    assert google["batch_size"] == 1 and google["requests"] == google["votes"]
+    assert openai["batch_size"] == 4 and openai["requests"] < openai["votes"]
+
+
 # ---- the prompt cache --------------------------------------------------------------------------------------------
 
 
