@@ -67,10 +67,11 @@ class BatchEntry:
 class Journal:
     """``batches.jsonl`` of one run folder: read once when opened, appended to as batches move on."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, *, readonly: bool = False) -> None:
         self.path = Path(folder) / JOURNAL
         self.status_path = Path(folder) / STATUS
         self.entries: dict[str, BatchEntry] = {}
+        self.readonly = readonly
         if self.path.is_file():
             self._replay(self.path.read_bytes())
         self._handle = None
@@ -79,7 +80,8 @@ class Journal:
         lines = data.split(b"\n")
         if data and not data.endswith(b"\n"):
             lines = lines[:-1]  # a torn last line: its step never happened as far as the run knows
-            self._truncate_to(len(data) - len(data.rsplit(b"\n", 1)[-1]))
+            if not self.readonly:
+                self._truncate_to(len(data) - len(data.rsplit(b"\n", 1)[-1]))
         for line in lines:
             if line.strip():
                 self._apply(orjson.loads(line))
@@ -143,8 +145,20 @@ class Journal:
 
 
 def read_status(folder: Path) -> dict[str, Any] | None:
-    """The last snapshot of a run's batches, or None for a run that sent none."""
-    path = Path(folder) / STATUS
-    if not path.is_file():
+    """Where a run's batches stand without a call: the journal's batches (the truth of what was created and what
+    ended), with what the last poll saw of each (``batches.json``: status, counts, expected end) and when that
+    poll was (``at``; None when no poll was recorded). None for a run that sent no batch."""
+    journal = Journal(folder, readonly=True)
+    if not journal.entries:
         return None
-    return orjson.loads(path.read_bytes())
+    path = Path(folder) / STATUS
+    snapshot = orjson.loads(path.read_bytes()) if path.is_file() else {"at": None, "batches": []}
+    polled = {b["local"]: b for b in snapshot["batches"]}
+    batches = []
+    for entry in journal.entries.values():
+        seen = polled.get(entry.local, {})
+        row = asdict(entry) | {"keys": len(entry.keys)}
+        if entry.ended_at is None:  # the journal says nothing of an open batch's progress: the last poll does
+            row |= {k: seen[k] for k in ("status", "counts", "expected_end", "created_at") if seen.get(k) is not None}
+        batches.append(row)
+    return {"at": snapshot["at"], "batches": batches}

@@ -30,7 +30,7 @@ import asyncio
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from council.batching.api import QUEUE_CODES, TRANSIENT_CODES, BatchApi, BatchGone, Polled, QueueFull, Unsure
@@ -151,6 +151,10 @@ class BatchJudge:
         self._tasks.clear()
         self.journal.write_status()
         await self.api.close()  # the fallback's owner (the pool) closes it
+
+    def open_batches(self) -> list[dict[str, Any]]:
+        """The batches this judge waits on, as the run folder's snapshot shows them (for the progress display)."""
+        return [asdict(o.entry) | {"keys": len(o.entry.keys)} for o in self._open.values()]
 
     # -- one vote ----------------------------------------------------------------------------------------------
     async def _vote(self, task: JudgeTask) -> JudgeCallRecord:

@@ -59,7 +59,9 @@ class BatchingPool:
     async def quota_stats(self) -> dict[str, dict]:
         stats = await self.inner.quota_stats()
         for vendor, judge in self.judges.items():
-            stats.setdefault(vendor, {})["batches"] = vars(judge.stats)
+            report = stats.setdefault(vendor, {})
+            report["batches"] = vars(judge.stats)
+            report["open_batches"] = judge.open_batches()
         return stats
 
     async def cancel_queued(self) -> int:

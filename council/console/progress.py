@@ -14,6 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
+from council.console.batches import HEADER, batch_rows
 from council.console.output import clock, console, drawn, say, usd
 from council.core.schema import JudgeCallRecord, ResponseRow
 from council.run.runner import RunHooks
@@ -48,6 +49,7 @@ class RunBoard:
         self.votes = {1: 0, 2: 0}
         self.seats = seats
         self.vendors: dict[str, VendorProgress] = {}
+        self.batches: dict[str, list[dict[str, Any]]] = {}  # vendor -> its open batches (the batch transport)
 
     def hooks(self) -> RunHooks:
         return RunHooks(on_start=self.on_start, on_progress=self.on_progress, on_record=self.on_record,
@@ -94,6 +96,8 @@ class RunBoard:
             limited = report.get("rate_limited")
             if isinstance(limited, int):
                 v.rate_limited = limited
+            if isinstance(report.get("open_batches"), list):
+                self.batches[name] = report["open_batches"]
 
     # -- what is shown --
 
@@ -155,7 +159,12 @@ class RunBoard:
             parts.append(f"{self.rows_text()}, ETA {clock(self.eta())}{rounds}; spent {usd(self.spend())}")
         vendors = "; ".join(f"{name} {req} req, {limited} 429s, {retries} retries, {spend}, ETA {eta}"
                             for name, req, limited, retries, _, spend, eta in self.vendor_rows())
-        return ": ".join(parts) + (f" | {vendors}" if vendors else "")
+        batches = "; ".join(f"{vendor} {batch} {status} {done}, age {age}, ends in {ends}"
+                            for vendor, batch, status, done, age, ends in self.batch_rows())
+        return ": ".join(parts) + (f" | {vendors}" if vendors else "") + (f" | batches: {batches}" if batches else "")
+
+    def batch_rows(self) -> list[list[str]]:
+        return batch_rows([b for open_ in self.batches.values() for b in open_])
 
     def render(self) -> Any:
         """The live display: the phase line, then a table of vendors."""
@@ -170,7 +179,15 @@ class RunBoard:
             table.add_column(col, justify="left" if i == 0 else "right", overflow="fold")
         for row in self.vendor_rows():
             table.add_row(*row)
-        return Group(head, table)
+        rows = self.batch_rows()
+        if not rows:
+            return Group(head, table)
+        waiting = Table(box=None, padding=(0, 2), show_edge=False, title="batches", title_justify="left")
+        for i, col in enumerate(HEADER):
+            waiting.add_column(col, justify="left" if i < 3 else "right", overflow="fold")
+        for row in rows:
+            waiting.add_row(*row)
+        return Group(head, table, waiting)
 
 
 class ProgressDisplay:

@@ -4,13 +4,16 @@ run's headline; one row's two rounds, member by member."""
 from __future__ import annotations
 
 import datetime as dt
+import time
 from pathlib import Path
 from typing import Any
 
 from rich.markup import escape
 
 from council.console.exits import EXIT_OK
-from council.console.output import console, out, pairs, points, say, table, usd
+from council.batching.journal import read_status
+from council.console.batches import HEADER, batch_rows, waiting_text
+from council.console.output import clock, console, out, pairs, points, say, table, usd
 from council.console.results import print_leaderboard, print_partial, print_scales, print_simulated, print_warnings
 from council.core.errors import ConfigError, RunFolderError
 from council.store.runfolder import MANIFEST, ROUND_FILES, STATE, SUMMARY, VERDICTS, RunFolder, iter_json, run_path
@@ -113,6 +116,7 @@ def show_run(folder: RunFolder) -> int:
         pairs(f"run {folder.path.name}{label}", facts)
         say(f"no summary yet: the run is {escape(_state_text(state))}; `council rescore {folder.path.name}` scores "
             "what its archive holds")
+        print_batches(folder)
         return EXIT_OK
     total, not_graded = summary["rows_total"], summary.get("not_graded_rows", 0)
     scaled = f", {summary['scaled_rows']} on a graded scale" if summary.get("scaled_rows") else ""
@@ -128,7 +132,23 @@ def show_run(folder: RunFolder) -> int:
     print_simulated(summary)
     print_partial(summary)
     print_warnings(summary, to=out)
+    print_batches(folder)
     return EXIT_OK
+
+
+def print_batches(folder: RunFolder) -> None:
+    """The run's batches as of its last poll (the batch transport), and what to do about the open ones."""
+    status = read_status(folder.path)
+    if status is None:
+        return
+    rows = batch_rows(status["batches"])
+    if not rows:
+        return
+    when = f"as of the last poll, {clock(time.time() - status['at'])} ago" if status["at"] else "none polled yet"
+    table(f"batches ({when})", HEADER, rows, text_columns=3)
+    waiting = waiting_text(status["batches"])
+    if waiting:
+        say(f"{waiting}: `council run --resume {folder.path.name}` polls them and goes on where the run stopped")
 
 
 def _find_row(folder: RunFolder, row: str) -> dict[str, Any]:

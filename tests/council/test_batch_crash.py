@@ -113,7 +113,11 @@ def test_kill_9_in_each_phase_then_resume_pays_each_request_once(tmp_path, provi
         proc.wait(timeout=10)
         if i == 0:
             unheard = provider_batches(provider) - before
-        if name == "waiting":
+        if name == "waiting":  # where it stands, from the run folder alone
+            shown = subprocess.run(council("show", "crashed", "--runs-dir", str(runs)), capture_output=True,
+                                   text=True, timeout=60, check=True).stdout
+            assert "batches (" in shown and "council run --resume crashed" in shown, shown
+            assert " batches open, " in shown or " batch open, " in shown, shown
             time.sleep(COMPLETION_S + 0.5)
     subprocess.run(council("run", "--resume", "crashed", *common), check=True, capture_output=True, timeout=120)
 

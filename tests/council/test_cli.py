@@ -4,6 +4,8 @@ that take only the options they read, output that never cuts a name when piped, 
 
 from __future__ import annotations
 
+import time
+
 import argparse
 import contextlib
 import io
@@ -168,6 +170,20 @@ def test_the_board_counts_retries_429s_and_spend_per_vendor():
     assert "5/10 rows (50%)" in line and "round 1 2/50, round 2 1/50 votes" in line and "spent $0.7500" in line
     assert "openai 7 req, 4 429s, 2 retries, $0.7500" in line and "google 2 req, 0 429s, 1 retries" in line
     assert board.vendors["openai"].requests == 1
+
+
+def test_the_progress_shows_each_open_batch_with_its_counts_age_and_expected_end():
+    board = cli.RunBoard(seats=5)
+    board.on_start(10)
+    now = time.time()
+    batch = {"vendor": "google", "local": "cb-1", "batch_id": "batch_abc", "status": "in_progress", "keys": 400,
+             "counts": {"total": 400, "succeeded": 100, "errored": 2}, "intent_at": now - 125,
+             "created_at": now - 120, "expected_end": now + 360, "ended_at": None, "gone": False}
+    board.on_quota({"google": {"requests": 0, "open_batches": [batch]}})
+    line = board.line()
+    assert "batches: google batch_abc in_progress 102/400, age 2:00, ends in 6:00" in line, line
+    board.on_quota({"google": {"requests": 0, "open_batches": []}})
+    assert "batches:" not in board.line()
 
 
 # ---- the grade command ------------------------------------------------------------------------------------------
