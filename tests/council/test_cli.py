@@ -4,8 +4,6 @@ that take only the options they read, output that never cuts a name when piped, 
 
 from __future__ import annotations
 
-import time
-
 import argparse
 import contextlib
 import io
@@ -14,6 +12,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import orjson
