@@ -125,8 +125,8 @@ class _Http:
             if status in (401, 403):
                 raise ProviderUnavailable(f"{self.where}: HTTP {status} for {path} ({self.said(status, body)})",
                                           status=status)
-            if status is not None and status not in RETRYABLE_STATUS:
-                return status, body
+            if status is not None and (status not in RETRYABLE_STATUS or (status == 429 and not retry)):
+                return status, body  # a 429 to a create is an answer: nothing was made
             if not retry:
                 raise Unsure(f"{self.where}: {method} {path}: {self.said(status, body)}", status=status,
                              attempts=attempt)

@@ -112,6 +112,7 @@ class BatchJudge:
         self._tasks: list[asyncio.Task[Any]] = []
         self._ready: asyncio.Task[None] | None = None
         self._failed: ProviderUnavailable | None = None
+        self._failures = 0  # creates in a row that failed with nothing made
         self._charged_ids: set[int] = set()  # hashes of the custom ids delivered by this process
         for entry in journal.of(member.vendor):
             if not entry.gone:
@@ -133,11 +134,13 @@ class BatchJudge:
         return list(await asyncio.gather(*(self.submit(t) for t in tasks), return_exceptions=True))
 
     def cancel_queued(self, exc: BaseException) -> int:
-        """Fail the votes whose requests are not in any batch yet; those in a batch stay (a resume reads them)."""
+        """A stop: fail every vote still waiting, at once. Those not in a batch yet are never sent; those in an
+        open batch are not lost (the journal holds the batch: a resume polls it), but their answer may be hours
+        away, longer than a stop's grace period is worth."""
         cancelled = 0
-        for cid, want in list(self._queued.items()):
-            del self._queued[cid]
-            self._wants.pop(cid, None)
+        for cid, want in list(self._wants.items()):
+            del self._wants[cid]
+            self._queued.pop(cid, None)
             if not want.future.done():
                 want.future.set_exception(exc)
                 cancelled += want.sharers
@@ -361,12 +364,18 @@ class BatchJudge:
                 self._gone(entry)
                 self._queue_limit = self._learned_limit(len(keys))
                 _log.info("batch.queue_full", vendor=self.vendor, open=len(self._open), error=str(exc))
+                if not self._open:  # others' batches fill the queue: wait longer each time it stays full
+                    self._failures += 1
+                    await asyncio.sleep(min(self.batch.poll_s, FIRST_POLL_S * 2 ** self._failures))
                 self._requeue([by_id[k] for k in keys], front=True)
                 continue
-            except Unsure:
+            except Unsure as exc:
                 batch_id = await self.api.find(local, entry.intent_at, len(keys))
-                if batch_id is None:
+                if batch_id is None:  # not made: sent again after a pause that grows while creates fail
+                    _log.warning("batch.create_failed", vendor=self.vendor, error=str(exc))
                     self._gone(entry)
+                    self._failures += 1
+                    await asyncio.sleep(min(self.batch.poll_s, FIRST_POLL_S * 2 ** self._failures))
                     self._requeue([by_id[k] for k in keys], front=True)
                     continue
                 file_id, created = None, None
@@ -375,6 +384,7 @@ class BatchJudge:
                 self._fail(keys, exc)
                 continue
             self.journal.submitted(local, batch_id, file_id, created)
+            self._failures = 0
             for key in keys:
                 self._holder[key] = local
                 by_id[key].sends += 1

@@ -6,6 +6,8 @@ from typing import Any
 
 from rich.markup import escape
 
+from council.batching.journal import read_status
+from council.console.batches import waiting_text
 from council.console.exits import EXIT_BUDGET, EXIT_INTERNAL, EXIT_NOT_GRADED, EXIT_OK, EXIT_PROVIDER, EXIT_SIGNAL
 from council.console.output import console, say
 from council.console.results import print_result
@@ -27,8 +29,10 @@ def run_outcome(result: RunResult, command: str = "run") -> int:
             f"report.html was not drawn (`council report {result.run_dir.name}` draws it)", to=console)
         return EXIT_SIGNAL[reason]
     if reason in EXIT_SIGNAL:
+        waiting = waiting_text((read_status(result.run_dir) or {}).get("batches", []))
+        held = f"; {waiting} at the provider, which the resume polls" if waiting else ""
         say(f"[yellow]stopped ({reason})[/yellow]: {result.not_graded} rows not graded; every answered call is "
-            f"archived. Continue with `{again}`", to=console)
+            f"archived{held}. Continue with `{again}`", to=console)
         return EXIT_SIGNAL[reason]
     if result.stopped_by_budget:
         say(f"[yellow]stopped by the budget[/yellow] (${result.budget.spent_usd:.4f} spent, {result.not_graded} "
