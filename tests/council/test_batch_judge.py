@@ -1,7 +1,8 @@
 """The batch judge against the embedded provider's batch APIs, without a run around it: what the official SDKs
 create the council's batch client reads alike; a judge on a journal whose batches ended reads their results
 again instead of sending; two votes with one prompt share one request and its usage; a batch that fails
-validation stops the vendor with the provider's reasons; a stop fails only what is not in a batch yet."""
+validation stops the vendor with the provider's reasons; a stop fails every waiting vote at once, and the next
+judge on the journal polls the batch it left."""
 
 from __future__ import annotations
 
@@ -145,7 +146,7 @@ async def test_a_batch_that_fails_validation_stops_the_vendor_with_the_provider_
     assert "failed validation" in str(results[0]) and "The method must be POST. (line 2)" in str(results[0])
 
 
-async def test_a_stop_fails_the_votes_not_yet_in_a_batch_and_leaves_the_others(tmp_path) -> None:
+async def test_a_stop_fails_every_waiting_vote_at_once_and_the_next_judge_polls_the_open_batch(tmp_path) -> None:
     truth, tasks = world(6)
     async with await start_sim(sim(span=0.5), truth) as server:
         j = judge(server, Journal(tmp_path))
@@ -154,7 +155,16 @@ async def test_a_stop_fails_the_votes_not_yet_in_a_batch_and_leaves_the_others(t
             await asyncio.sleep(0.01)
         queued = [j.submit(t) for t in tasks[3:]]
         await asyncio.sleep(0)
-        assert j.cancel_queued(Stopped("stop")) == 3
+        assert j.cancel_queued(Stopped("stop")) == 6
         done = await asyncio.gather(*sent, *queued, return_exceptions=True)
         await j.close()
-    assert all(r.verdict for r in done[:3]) and all(isinstance(r, Stopped) for r in done[3:])
+        assert all(isinstance(r, Stopped) for r in done)
+        (held,) = [e for e in Journal(tmp_path).entries.values() if e.batch_id]
+        assert held.ended_at is None and sorted(held.keys) == sorted(t.request_key for t in tasks[:3])
+        again = judge(server, Journal(tmp_path))  # the resume: the open batch is polled, the rest sent
+        records = await asyncio.gather(*(again.submit(t) for t in tasks))
+        await again.close()
+        stats = (await server.stats())["models"][GPT]
+    assert again.stats.batches == 1 and again.stats.requests == 3
+    assert [r.batch_id for r in records[:3]] == [held.batch_id] * 3 and records[3].batch_id != held.batch_id
+    assert stats["batch_billed"] == 6 and stats["batch_billed_twice"] == 0
