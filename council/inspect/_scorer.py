@@ -1,0 +1,148 @@
+"""The ``council()`` scorer: each sample graded by the council, its verdict an inspect ``Score``.
+
+A sample becomes a bank item (the input text is the prompt, the target the reference; its id is the sample's
+``metadata.item_id``, else its id, as the inspect importer takes it) and a response row (the model as inspect
+reports it, ``state.model``, whose vendor decides self-exclusion; the row id ``{item}::{model}#e{epoch}``, one
+row per epoch). All samples of a process are rows of one run folder (:mod:`council.inspect._session`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from inspect_ai.scorer import CORRECT, INCORRECT, Score, Scorer, Target, accuracy, scorer, stderr
+from inspect_ai.solver import TaskState
+from pydantic import ValidationError
+
+from council.core.errors import ConfigError, CouncilError
+from council.core.schema import BankItem, ResponseRow
+from council.inspect._explain import describe, explanation
+from council.inspect._metrics import agreement_lift, deliberation_impact, not_graded
+from council.inspect._runs import RunChooser
+from council.inspect._session import SampleConflict, session
+from council.protocol.config import validation_problems
+from council.protocol.configfile import load_config
+
+NAME = "grading_council/council"  # as ``--scorer`` names it: the entry point's name, then the scorer's
+
+
+@scorer(metrics=[accuracy(), stderr(), agreement_lift(), deliberation_impact(), not_graded()], name=NAME)
+def council(
+    simulate: bool | str = False,
+    provider_url: str | None = None,
+    config: str | None = None,
+    deliberate: str | None = None,
+    quorum: int | str | None = None,
+    seed: int | str | None = None,
+    runs_dir: str = "runs",
+    run_id: str | None = None,
+) -> Scorer:
+    """Grade each sample's output against its target with a council of judges from different vendors.
+
+    Every member grades blind in round one, then sees its peers' anonymised verdicts and reasons in round
+    two; the consensus is a strict majority of round two (a tie is incorrect). No member of the vendor of the
+    model under test (``state.model``) sits on its samples (inspect's ``mockllm`` is a model of no vendor and
+    excludes no one). All samples of a process are rows of one council run folder, so its archive, resume,
+    quotas and report (``council show``, ``council rescore``) cover the whole eval. Each argument may be given
+    on the command line as ``-S name=value``.
+
+    Args:
+      simulate: Grade with the embedded provider (simulated judges on 127.0.0.1) instead of real vendors.
+      provider_url: Base URL of an OpenAI-compatible endpoint that serves every judge (when not simulating).
+      config: Path of a council config file (TOML or JSON: roster, rubric parameters, quotas, prices...).
+      deliberate: `"disputed"` (round two only where round one is disputed, the default) or `"all"`.
+      quorum: Valid round-two votes a consensus needs (else the sample is flagged no_quorum and unscored).
+      seed: Seed of the panel's letter order, the deliberation audit and the embedded provider.
+      runs_dir: Folder of the council's run folders.
+      run_id: The run folder to grade into. Defaults to the run that already graded these samples (so
+        `inspect score` on the same log again reuses its archived votes), else `inspect-<eval id>`.
+    """
+    simulated = _flag(simulate, "simulate")
+    if not simulated and provider_url is None:
+        raise ConfigError("council(): pass simulate=true (the embedded provider) or provider_url=URL")
+    council_config = _config(config, deliberate=deliberate, quorum=_number(quorum, "quorum"),
+                             seed=_number(seed, "seed"))
+    runs = RunChooser(Path(runs_dir), run_id)
+
+    async def score(state: TaskState, target: Target) -> Score:
+        model = str(state.model)
+        item, row, problem = _sample(state, target, council_config.vendor_map)
+        if problem is not None:
+            return Score.unscored(reason=problem[0], explanation=problem[1], answer=state.output.completion,
+                                  metadata={"actor": model})
+        assert item is not None and row is not None
+        chosen = runs.choose(state.uuid)
+        try:
+            run = await session(Path(runs_dir), chosen, council_config, simulate=simulated,
+                                provider_url=provider_url)
+            graded = await run.grade(item, row, state.uuid)
+        except SampleConflict as exc:
+            return Score.unscored(reason="scoring_failed", explanation=str(exc), answer=row.response,
+                                  metadata={"actor": model, "run_id": chosen, "row_id": row.row_id})
+        metadata = describe(graded, run.config, actor=model)
+        text = explanation(graded, run.config)
+        verdict = graded.verdict
+        if verdict.consensus is None:
+            return Score.unscored(reason="grader_failed", answer=row.response, explanation=text, metadata=metadata)
+        return Score(value=CORRECT if verdict.consensus == "correct" else INCORRECT, answer=row.response,
+                     explanation=text, metadata=metadata)
+
+    return score
+
+
+def _sample(state: TaskState, target: Target, vendor_map: dict[str, str]
+            ) -> tuple[BankItem | None, ResponseRow | None, tuple[str, str] | None]:
+    """The sample as a bank item and a response row, or why it cannot be graded (a reason of inspect's and a
+    sentence): no target, no output, a model whose vendor cannot be decided (as ``council grade`` refuses it)."""
+    model = str(state.model)
+    if not target.text.strip():
+        return None, None, ("scoring_failed", "the sample has no target: the council grades against a reference")
+    response = state.output.completion
+    if not response.strip():
+        return None, None, ("no_response", "the model gave no output to grade")
+    metadata = state.metadata or {}
+    named = metadata.get("item_id")
+    item_id = named.strip() if isinstance(named, str) and named.strip() else str(state.sample_id)
+    probe = metadata.get("probe")
+    item = BankItem(id=item_id, probe=probe if isinstance(probe, str) and probe.strip() else "inspect",
+                    prompt=state.input_text, reference=target.text,
+                    rationale="an inspect sample, graded against its target")
+    try:
+        row = ResponseRow.model_validate(
+            {"row_id": f"{item_id}::{model}#e{state.epoch}", "item_id": item_id, "model": model,
+             "response": response}, context={"vendor_map": vendor_map})
+    except ValidationError as exc:
+        return None, None, ("scoring_failed", validation_problems(exc))
+    return item, row, None
+
+
+def _config(path: str | None, **overrides: Any) -> Any:
+    try:
+        return load_config(Path(path) if path else None, **{k: v for k, v in overrides.items() if v is not None})
+    except CouncilError:
+        raise
+    except ValidationError as exc:
+        raise ConfigError(f"council(): {validation_problems(exc)}") from None
+
+
+def _flag(value: bool | str, name: str) -> bool:
+    """A boolean argument, also as ``-S name=true`` gives it (a string)."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "1", "yes", "on"):
+        return True
+    if text in ("false", "0", "no", "off", ""):
+        return False
+    raise ConfigError(f"council(): {name}={value!r}: expected true or false")
+
+
+def _number(value: int | str | None, name: str) -> int | None:
+    """An integer argument, also as ``-S name=3`` gives it."""
+    if value is None or isinstance(value, int) and not isinstance(value, bool):
+        return value
+    try:
+        return int(str(value).strip())
+    except ValueError:
+        raise ConfigError(f"council(): {name}={value!r}: expected a whole number") from None

@@ -1,0 +1,225 @@
+"""One council run behind every sample an inspect process scores: a run folder, one pool of judges (one quota
+ledger per vendor), one budget and one coordinator per model under test, shared by all the scorer's calls.
+
+inspect calls a scorer once per sample, concurrently, on one event loop. Each call hands its sample here as a
+bank item and a response row; the row is appended to the run folder's ``rows.jsonl`` (its item to
+``items.jsonl``), graded through both rounds by :meth:`Coordinator.grade_row`, each vote archived as it
+returns, and its verdict made by :func:`council.scoring.scoring.row_verdict`, the rule ``verdicts.jsonl``
+uses. A run folder that already exists is reopened with an index of its archived votes, so a sample graded
+by an earlier process (an interrupted eval, ``inspect score`` on the same log again) pays for nothing the
+archive holds; it is graded by the configuration its manifest recorded.
+
+A session belongs to the event loop it was opened on (its HTTP sessions and the embedded provider live
+there); another loop (a second ``eval()`` in the same process) opens its own on the same folder.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+
+from council.core.schema import BankItem, JudgeCallRecord, ResponseRow, RowVerdict, RunManifest
+from council.grading.budget import Budget
+from council.grading.coordinator import Coordinator
+from council.grading.pools import LocalPool
+from council.grading.stop import StopControl
+from council.protocol.config import CouncilConfig
+from council.protocol.deliberation import Rule
+from council.protocol.panels import METHODOLOGY_VERSION
+from council.protocol.prompts import prompt_hashes
+from council.run.runner import _versions, provider_endpoint
+from council.scoring.scoring import row_verdict
+from council.store.runfolder import ITEMS, MANIFEST, ROWS, ArchiveIndex, RunFolder, dump_json, dump_line, iter_jsonl, run_path
+
+SAMPLES = "inspect_samples.jsonl"  # sample uuid -> row id: which run folder a log's samples were graded in
+
+
+class SampleConflict(Exception):
+    """A sample whose row or item id the run already holds with other content."""
+
+
+@dataclass(frozen=True)
+class Graded:
+    """What the council made of one row: its verdict (both rounds), the votes behind it, and why it was refused
+    (None: not refused)."""
+
+    verdict: RowVerdict
+    records: list[JudgeCallRecord]
+    refused: str | None
+    run_id: str
+
+
+class Session:
+    """The run behind one scorer in one process (see the module docstring); use :func:`session`."""
+
+    def __init__(self, folder: RunFolder, config: CouncilConfig, manifest: RunManifest, simulate: bool,
+                 provider_url: str | None) -> None:
+        self.folder = folder
+        self.config = config
+        self.manifest = manifest
+        self.simulate = simulate
+        self._provider_url = provider_url
+        self._sim = None
+        self._pool: LocalPool | None = None
+        self._coordinators: dict[str, Coordinator] = {}
+        self._index = ArchiveIndex.build(folder.path)
+        folder.attach(self._index)
+        self.budget = Budget(config.budget_usd, spent_usd=self._index.cost_usd)
+        self.stop = StopControl()
+        self.rows = {r.row_id: r for r in iter_jsonl(folder.path / ROWS, ResponseRow, missing_ok=True,
+                                                          context={"vendor_map": config.vendor_map})}
+        self.items = {i.id: i for i in iter_jsonl(folder.path / ITEMS, BankItem, missing_ok=True)}
+        self._graded: dict[str, tuple[list[JudgeCallRecord], bool]] = {}
+        self._started = asyncio.Lock()
+        self.issued = 0  # judge calls this session sent (votes served from the archive are not counted)
+
+    @property
+    def run_id(self) -> str:
+        return self.folder.path.name
+
+    async def grade(self, item: BankItem, row: ResponseRow, sample_uuid: str | None) -> Graded:
+        """Grade ``row`` (an answer to ``item``) through both rounds; a row already graded in this folder is
+        served from its archive."""
+        self._admit(item, row, sample_uuid)
+        coordinator = await self._coordinator(row)
+        if self._sim is not None:  # the embedded provider's judges grade against what it is told of the row
+            self._sim.truth.add_items([item])
+            self._sim.truth.add(item.prompt, row.response, None, [row.model])
+        before = coordinator.issued
+        await coordinator.grade_row(row)
+        self.issued += coordinator.issued - before
+        records, refused = self._graded.pop(row.row_id)
+        reason = self.folder.read_refused().get(row.row_id) if refused else None
+        verdict = row_verdict(row, records, self.config.roster, self.config.self_exclusion, self.config.quorum,
+                              deliberation=Rule.of(self.config), refused=refused, item=item)
+        self.folder.write_state("finished")  # every row handed to the run so far is through (rescore reads it)
+        if self._sim is not None:
+            self.folder.write_bytes("provider_stats.json", dump_json(await self._sim.stats()))
+        return Graded(verdict, records, reason, self.run_id)
+
+    def _admit(self, item: BankItem, row: ResponseRow, sample_uuid: str | None) -> None:
+        """Enter the row (and its item) in the run folder, unless it is there already with the same content."""
+        known = self.items.get(item.id)
+        if known is not None and (known.prompt, known.reference) != (item.prompt, item.reference):
+            raise SampleConflict(f"item {item.id!r} is already in run {self.run_id} with another input or target; "
+                                 "score with another run_id")
+        prior = self.rows.get(row.row_id)
+        if prior is not None and prior.response != row.response:
+            raise SampleConflict(f"row {row.row_id!r} is already in run {self.run_id} with another response; "
+                                 "score with another run_id")
+        if known is None:
+            self.items[item.id] = item
+            _append(self.folder.path / ITEMS, item.model_dump(mode="json"))
+        if prior is None:
+            self.rows[row.row_id] = row
+            _append(self.folder.path / ROWS, row.model_dump(mode="json"))
+            if sample_uuid:
+                _append(self.folder.path / SAMPLES, {"uuid": sample_uuid, "row_id": row.row_id})
+
+    async def _coordinator(self, row: ResponseRow) -> Coordinator:
+        """The coordinator of ``row``'s model (its anonymiser scrubs that model's and vendor's names from the
+        reasons peers see), all of them on one pool and budget."""
+        async with self._started:
+            if self._pool is None:
+                url = self._provider_url
+                if self.simulate:
+                    from council.sim import SimConfig, TruthTable, start_sim
+
+                    sim_config = (SimConfig.model_validate(self.manifest.sim_config) if self.manifest.sim_config
+                                  else SimConfig.planted(self.config.seed))
+                    self._sim = await start_sim(sim_config, TruthTable.from_rows(self.items.values(),
+                                                                                 self.rows.values()))
+                    url = self._sim.url
+                assert url is not None
+                endpoint = provider_endpoint(url, self.config)
+                self._pool = LocalPool(self.config, {v: endpoint for v in self.config.roster_vendors})
+            found = self._coordinators.get(row.model)
+            if found is None:
+                found = self._coordinators[row.model] = Coordinator(
+                    self.config, self.items, self._pool, self.folder.append, extra_names=[row.model, row.vendor],
+                    archived=self._index, budget=self.budget, stop=self.stop, on_refused=self._refuse,
+                    on_row_graded=self._done)
+            return found
+
+    def _refuse(self, row: ResponseRow, reason: str) -> None:
+        if row.row_id not in self.folder.read_refused():
+            self.folder.refuse(row.row_id, reason)
+
+    def _done(self, row: ResponseRow, records: list[JudgeCallRecord], refused: bool) -> None:
+        self._graded[row.row_id] = (records, refused)
+
+    async def close(self) -> None:
+        """Stop the embedded provider and close the judges' connections (the folder stays as it is)."""
+        if self._pool is not None:
+            await self._pool.close()
+        if self._sim is not None:
+            await self._sim.close()
+        self.folder.close()
+
+
+def _append(path: Path, obj: dict) -> None:
+    with open(path, "ab") as handle:
+        handle.write(dump_line(obj))
+
+
+_sessions: dict[tuple[Path, int], Session] = {}  # (run folder, event loop) -> its session
+_locks: dict[int, asyncio.Lock] = {}  # one per event loop: a lock belongs to the loop it first waits on
+
+
+async def session(runs_dir: Path, run_id: str, config: CouncilConfig, *, simulate: bool,
+                  provider_url: str | None) -> Session:
+    """The session of ``runs_dir/run_id`` on the running loop: opened (or the folder made) by the first call,
+    shared by the rest. An existing folder is graded by its own recorded configuration."""
+    loop = id(asyncio.get_running_loop())
+    path = run_path(runs_dir, run_id).resolve()
+    lock = _locks.setdefault(loop, asyncio.Lock())
+    async with lock:
+        found = _sessions.get((path, loop))
+        if found is None:
+            found = _sessions[(path, loop)] = _open(Path(runs_dir), run_id, config, simulate, provider_url)
+        return found
+
+
+def _open(runs_dir: Path, run_id: str, config: CouncilConfig, simulate: bool, provider_url: str | None) -> Session:
+    if (run_path(runs_dir, run_id) / MANIFEST).is_file():
+        folder = RunFolder.open_run(runs_dir, run_id)
+        folder.drop_torn_tails()
+        manifest = RunManifest.model_validate(folder.read_json(MANIFEST))
+        config = CouncilConfig.recorded(manifest.config, manifest.judge_prompt_version)
+        return Session(folder, config, manifest, manifest.simulated, provider_url or manifest.provider_url)
+    if provider_url is not None:
+        provider_endpoint(provider_url)  # a bad URL is refused before a folder is made
+    folder = RunFolder.create(runs_dir, run_id)
+    manifest = RunManifest(
+        run_id=run_id, created_at=dt.datetime.now(dt.UTC).isoformat(), command="inspect", roster=config.roster,
+        simulated=simulate, self_exclusion=config.self_exclusion, quorum=config.quorum, seed=config.seed,
+        backend="local", provider_url=provider_url, judge_prompt_version=config.judge.prompt_version,
+        prompt_hashes=prompt_hashes(config.judge.prompt_version), methodology_version=METHODOLOGY_VERSION,
+        bank_path="", responses_path="", dataset_fingerprint="", responses_fingerprint="", rows=0,
+        versions=_versions(), config=config.model_dump(mode="json"), sim_config=_sim_config(config) if simulate else None,
+    )
+    folder.write_json(MANIFEST, manifest.model_dump(mode="json"))
+    folder.write_state("running")
+    return Session(folder, config, manifest, simulate, provider_url)
+
+
+def _sim_config(config: CouncilConfig) -> dict:
+    """The embedded provider's behaviour, recorded so that a later process starts the same one."""
+    from council.sim import SimConfig
+
+    return SimConfig.planted(config.seed).model_dump(mode="json")
+
+
+def known_samples(runs_dir: Path) -> dict[str, str]:
+    """Sample uuid -> the run under ``runs_dir`` that graded it: how ``inspect score`` on a log finds the run
+    its samples were graded in before."""
+    out: dict[str, str] = {}
+    for path in sorted(Path(runs_dir).glob(f"*/{SAMPLES}")):
+        for line in path.read_bytes().splitlines():
+            if line.strip():
+                out.setdefault(orjson.loads(line)["uuid"], path.parent.name)
+    return out
