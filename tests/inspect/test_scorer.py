@@ -1,0 +1,118 @@
+"""The council as an inspect scorer: a real eval with inspect's mock model, read back with inspect's log reader,
+and ``inspect score`` (the real command) re-grading a log written with another scorer."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from inspect_ai import Task, eval
+from inspect_ai.dataset import Sample
+from inspect_ai.log import read_eval_log
+from inspect_ai.model import ModelName, ModelOutput, ModelUsage, get_model
+from inspect_ai.scorer import Target, match
+from inspect_ai.solver import TaskState, generate
+
+from council.inspect import council
+
+QUESTIONS = {f"q{i}": (f"What is {i} + {i}?", str(2 * i)) for i in range(1, 5)}
+
+
+def answer(messages, tools, tool_choice, config) -> ModelOutput:  # noqa: ANN001 - inspect's custom_outputs
+    """Right on q1 and q2, wrong elsewhere; usage given, so the mock counts no tokens (no tokenizer download)."""
+    text = messages[-1].text
+    right = next((a for q, a in QUESTIONS.values() if q in text and a in ("2", "4")), None)
+    out = ModelOutput.from_content(model="mockllm", content=right or "I am not sure, perhaps 7.")
+    out.usage = ModelUsage(input_tokens=10, output_tokens=5, total_tokens=15)
+    return out
+
+
+def task(scorer) -> Task:  # noqa: ANN001
+    return Task(dataset=[Sample(input=q, target=a, id=i) for i, (q, a) in QUESTIONS.items()], solver=generate(),
+                scorer=scorer)
+
+
+def run_eval(scorer, model: str, log_dir: Path):  # noqa: ANN001, ANN201
+    logs = eval(task(scorer), model=get_model(model, custom_outputs=answer), log_dir=str(log_dir), display="none")
+    assert logs[0].status == "success", logs[0].error
+    return read_eval_log(logs[0].location)
+
+
+def test_every_sample_of_an_eval_has_a_council_score(tmp_path):
+    log = run_eval(council(simulate=True, runs_dir=str(tmp_path / "runs")), "mockllm/model", tmp_path / "logs")
+    assert len(log.samples) == len(QUESTIONS)
+    runs = set()
+    for sample in log.samples:
+        score = sample.scores["council"]
+        meta = score.metadata
+        assert score.value in ("C", "I"), score  # graded: a consensus accuracy() reads
+        assert meta["members"] == ["anthropic", "google", "openai", "alibaba", "deepseek"]  # all sat: mockllm is no one's
+        assert meta["vendor"] == "mockllm" and meta["excluded"] == [] and meta["actor"] == "mockllm/model"
+        assert set(meta["votes_round1"]) == set(meta["members"]) and meta["row_id"] == f"{sample.id}::mockllm/model#e1"
+        assert "Round one:" in score.explanation and "- A: " in score.explanation
+        runs.add(meta["run_id"])
+    assert runs == {f"inspect-{log.eval.eval_id}"}  # one run behind every sample
+    folder = tmp_path / "runs" / runs.pop()
+    assert len((folder / "rows.jsonl").read_text().splitlines()) == len(QUESTIONS)
+    metrics = {m: v.value for s in log.results.scores for m, v in s.metrics.items()}
+    assert not math.isnan(metrics["accuracy"]) and metrics["not_graded"] == 0.0
+
+
+def test_the_model_own_vendor_never_sits(tmp_path):
+    """inspect's mock under another provider's name: ``mockllm/openai/gpt-4o`` is an OpenAI model to the council."""
+    log = run_eval(council(simulate=True, runs_dir=str(tmp_path / "runs")), "mockllm/openai/gpt-4o", tmp_path / "logs")
+    for sample in log.samples:
+        meta = sample.scores["council"].metadata
+        assert meta["vendor"] == "openai" and "openai" not in meta["members"], meta
+        assert meta["excluded"] == ["openai"] and meta["reserves"] == ["mistral"]  # the reserve fills the seat
+        assert "openai/gpt-5" not in meta["graders"]
+
+
+def test_a_model_of_unknown_vendor_is_unscored_not_incorrect(tmp_path):
+    """A served model of no known family (``vllm/`` names where it ran, not who made it) is refused, as by
+    ``council grade``: unscored, and no run folder is made for it."""
+    state = TaskState(model=ModelName("vllm/my-local-model"), sample_id="q1", epoch=1, input="What is 1 + 1?",
+                      messages=[], target=Target("2"), output=ModelOutput.from_content(model="vllm", content="2"))
+    score = asyncio.run(council(simulate=True, runs_dir=str(tmp_path / "runs"))(state, Target("2")))
+    assert math.isnan(score.value) and score.reason == "scoring_failed"
+    assert "cannot decide the vendor of model 'vllm/my-local-model'" in score.explanation
+    assert not (tmp_path / "runs").exists()
+
+
+def inspect_score(log: Path, runs: Path, env: dict[str, str], action: str) -> Path:
+    done = subprocess.run(
+        [sys.executable, "-m", "inspect_ai", "score", str(log), "--scorer", "grading_council/council",
+         "-S", "simulate=true", "-S", f"runs_dir={runs}", "--action", action, "--overwrite", "--display", "none"],
+        env=env, capture_output=True, text=True, timeout=240, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return log
+
+
+def billed(runs: Path) -> int:
+    (folder,) = runs.iterdir()
+    stats = json.loads((folder / "provider_stats.json").read_text())
+    return sum(v["billed"] for v in stats["vendors"].values())
+
+
+def test_inspect_score_regrades_a_log_and_pays_nothing_the_second_time(tmp_path):
+    log = run_eval(match(), "mockllm/model", tmp_path / "logs")
+    path = Path(log.location)
+    assert "council" not in log.samples[0].scores
+    env = {**os.environ, "NO_COLOR": "1", "INSPECT_LOG_DIR": str(tmp_path / "logs")}
+    runs = tmp_path / "runs"
+    inspect_score(path, runs, env, "append")  # beside match()'s scores
+    first = read_eval_log(str(path))
+    scores = {s.id: s.scores["council"] for s in first.samples}
+    assert all(s.value in ("C", "I") for s in scores.values()) and "match" in first.samples[0].scores
+    assert billed(runs) > 0
+    inspect_score(path, runs, env, "overwrite")
+    second = read_eval_log(str(path))
+    assert billed(runs) == 0  # every vote came from the archive of the same run
+    assert {s.id: s.scores["council"].value for s in second.samples} == {i: s.value for i, s in scores.items()}
+    assert len(list(runs.iterdir())) == 1
