@@ -20,6 +20,8 @@ from inspect_ai.scorer import Target, match
 from inspect_ai.solver import TaskState, generate
 
 from council.inspect import council
+from council.scoring.scoring import rescore
+from council.store.runfolder import RunFolder
 
 QUESTIONS = {f"q{i}": (f"What is {i} + {i}?", str(2 * i)) for i in range(1, 5)}
 
@@ -62,6 +64,19 @@ def test_every_sample_of_an_eval_has_a_council_score(tmp_path):
     assert len((folder / "rows.jsonl").read_text().splitlines()) == len(QUESTIONS)
     metrics = {m: v.value for s in log.results.scores for m, v in s.metrics.items()}
     assert not math.isnan(metrics["accuracy"]) and metrics["not_graded"] == 0.0
+    rescore(RunFolder.open(folder))  # the run scored from its archive alone, as ``council rescore`` does
+    verdicts = {v["row_id"]: v["consensus"] for v in map(json.loads, (folder / "verdicts.jsonl").read_text().splitlines())}
+    assert verdicts == {s.scores["council"].metadata["row_id"]: s.scores["council"].metadata["consensus"]
+                        for s in log.samples}
+
+
+def test_each_epoch_is_a_row_of_its_own(tmp_path):
+    logs = eval(Task(dataset=[Sample(input=q, target=a, id=i) for i, (q, a) in QUESTIONS.items()], solver=generate(),
+                     scorer=council(simulate=True, runs_dir=str(tmp_path / "runs")), epochs=2),
+                model=get_model("mockllm/model", custom_outputs=answer), log_dir=str(tmp_path / "logs"), display="none")
+    log = read_eval_log(logs[0].location)
+    rows = sorted(s.scores["council"].metadata["row_id"] for s in log.samples)
+    assert rows == sorted(f"{i}::mockllm/model#e{e}" for i in QUESTIONS for e in (1, 2))
 
 
 def test_the_model_own_vendor_never_sits(tmp_path):
@@ -116,3 +131,22 @@ def test_inspect_score_regrades_a_log_and_pays_nothing_the_second_time(tmp_path)
     assert billed(runs) == 0  # every vote came from the archive of the same run
     assert {s.id: s.scores["council"].value for s in second.samples} == {i: s.value for i, s in scores.items()}
     assert len(list(runs.iterdir())) == 1
+
+
+def test_an_interrupted_scoring_scored_again_completes_with_the_same_scores(tmp_path):
+    """An eval whose scoring stopped part way (half its votes archived) scored again by ``inspect score``: the
+    run it began is found from its samples, only the missing votes are paid for, and the scores are the same."""
+    runs = tmp_path / "runs"
+    log = run_eval(council(simulate=True, runs_dir=str(runs)), "mockllm/model", tmp_path / "logs")
+    whole = billed(runs)
+    (folder,) = runs.iterdir()
+    for archive in (folder / "round1.jsonl", folder / "round2.jsonl"):  # round two: the disputed rows, if any
+        lines = archive.read_text().splitlines(keepends=True) if archive.exists() else []
+        archive.write_text("".join(lines[: len(lines) // 2]))  # what a stop midway would have left
+    env = {**os.environ, "NO_COLOR": "1", "INSPECT_LOG_DIR": str(tmp_path / "logs")}
+    inspect_score(Path(log.location), runs, env, "overwrite")
+    again = read_eval_log(log.location)
+    assert 0 < billed(runs) < whole
+    assert {s.id: s.scores["council"].value for s in again.samples} == {
+        s.id: s.scores["council"].value for s in log.samples}
+    assert [p.name for p in runs.iterdir()] == [folder.name]
