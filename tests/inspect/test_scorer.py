@@ -150,3 +150,9 @@ def test_an_interrupted_scoring_scored_again_completes_with_the_same_scores(tmp_
     assert {s.id: s.scores["council"].value for s in again.samples} == {
         s.id: s.scores["council"].value for s in log.samples}
     assert [p.name for p in runs.iterdir()] == [folder.name]
+
+
+def test_without_inspect_the_message_says_what_to_install():
+    code = "import sys; sys.modules['inspect_ai'] = None\nimport council.inspect"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode != 0 and "pip install 'grading-council[inspect]'" in done.stderr
