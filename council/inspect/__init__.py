@@ -9,7 +9,7 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("council.inspect needs inspect_ai: pip install 'grading-council[inspect]'") from exc
 
-from council.inspect._metrics import agreement_lift, deliberation_impact, not_graded
+from council.inspect._metrics import agreement_lift, deliberation_impact
 from council.inspect._scorer import council
 
-__all__ = ["agreement_lift", "council", "deliberation_impact", "not_graded"]
+__all__ = ["agreement_lift", "council", "deliberation_impact"]

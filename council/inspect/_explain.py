@@ -29,7 +29,7 @@ def describe(graded: Graded, config: CouncilConfig, *, actor: str) -> dict[str, 
         "letters": letters(graded, config), "votes_round1": v.votes_round1, "votes_round2": v.votes_round2,
         "consensus_round1": v.consensus_round1, "consensus": v.consensus, "flags": v.flags,
         "tie": "tie" in v.flags, "no_quorum": "no_quorum" in v.flags, "not_graded": not v.graded,
-        "deliberated": v.deliberated, "refused": graded.refused, "run_id": graded.run_id, "row_id": v.row_id,
+        "deliberated": v.deliberated, "refused": graded.refused, "stopped": graded.stopped, "run_id": graded.run_id, "row_id": v.row_id,
         "item_id": v.item_id, "quorum": config.quorum, "deliberate": config.deliberate,
     }
 
@@ -40,7 +40,8 @@ def explanation(graded: Graded, config: CouncilConfig) -> str:
     by_vote = {(r.member, r.round): r for r in graded.records if not r.shadow and r.audit_of is None}
     flags = f" ({', '.join(v.flags)})" if v.flags else ""
     if v.consensus is None:
-        head = f"Not graded{flags}" + (f": {graded.refused}" if graded.refused else "")
+        why = graded.refused or graded.stopped
+        head = f"Not graded{flags}" + (f": {why}" if why else "")
     else:
         head = f"Council: **{v.consensus}** (round one: {v.consensus_round1}){flags}"
     lines = [head]

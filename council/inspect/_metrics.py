@@ -1,7 +1,8 @@
 """The council's own figures of an eval as inspect metrics, computed by the aggregator from the votes each score's
 metadata holds, as ``summary.json`` computes them: agreement lift and deliberation impact over the samples that
-deliberated, and the share of samples the council could not grade (unscored, never counted incorrect). Each
-epoch of a sample is a row of its own, so they read the unreduced scores (a reducer keeps no metadata)."""
+deliberated. Each epoch of a sample is a row of its own, so they read the unreduced scores (a reducer keeps no
+metadata). The samples the council could not grade are unscored, which inspect counts itself
+(``unscored_samples`` of the eval's score) and hands to no metric."""
 
 from __future__ import annotations
 
@@ -48,17 +49,5 @@ def deliberation_impact() -> Metric:
     def compute(scores: list[SampleScore]) -> float:
         votes = _votes(scores)
         return agg.deliberation_impact(votes) if len(votes) else math.nan
-
-    return compute
-
-
-@metric(name="grading_council/not_graded", scores="unreduced")
-def not_graded() -> Metric:
-    """Share of the samples the council could not grade (left unscored)."""
-
-    def compute(scores: list[SampleScore]) -> float:
-        if not scores:
-            return math.nan
-        return sum(bool((s.score.metadata or {}).get("not_graded", True)) for s in scores) / len(scores)
 
     return compute

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from council.core.errors import ConfigError, CouncilError
 from council.core.schema import BankItem, ResponseRow
 from council.inspect._explain import describe, explanation
-from council.inspect._metrics import agreement_lift, deliberation_impact, not_graded
+from council.inspect._metrics import agreement_lift, deliberation_impact
 from council.inspect._runs import RunChooser
 from council.inspect._session import SampleConflict, session
 from council.protocol.config import validation_problems
@@ -27,7 +27,7 @@ from council.protocol.configfile import load_config
 NAME = "grading_council/council"  # as ``--scorer`` names it: the entry point's name, then the scorer's
 
 
-@scorer(metrics=[accuracy(), stderr(), agreement_lift(), deliberation_impact(), not_graded()], name=NAME)
+@scorer(metrics=[accuracy(), stderr(), agreement_lift(), deliberation_impact()], name=NAME)
 def council(
     simulate: bool | str = False,
     provider_url: str | None = None,

@@ -23,10 +23,11 @@ from pathlib import Path
 import orjson
 
 from council.core.schema import BankItem, JudgeCallRecord, ResponseRow, RowVerdict, RunManifest
-from council.grading.budget import Budget
+from council.core.errors import ProviderUnavailable
+from council.grading.budget import Budget, BudgetExhausted
 from council.grading.coordinator import Coordinator
 from council.grading.pools import LocalPool
-from council.grading.stop import StopControl
+from council.grading.stop import StopControl, Stopped
 from council.protocol.config import CouncilConfig
 from council.protocol.deliberation import Rule
 from council.protocol.panels import METHODOLOGY_VERSION
@@ -51,6 +52,7 @@ class Graded:
     records: list[JudgeCallRecord]
     refused: str | None
     run_id: str
+    stopped: str | None = None  # why the row's votes are not all in: the budget, a stop, a provider that failed
 
 
 class Session:
@@ -90,16 +92,20 @@ class Session:
             self._sim.truth.add_items([item])
             self._sim.truth.add(item.prompt, row.response, None, [row.model])
         before = coordinator.issued
-        await coordinator.grade_row(row)
+        stopped = None
+        try:
+            await coordinator.grade_row(row)
+            records, refused = self._graded.pop(row.row_id)
+        except (BudgetExhausted, Stopped, ProviderUnavailable) as exc:  # the votes that did return are archived
+            stopped, records, refused = str(exc), [], False
         self.issued += coordinator.issued - before
-        records, refused = self._graded.pop(row.row_id)
         reason = self.folder.read_refused().get(row.row_id) if refused else None
         verdict = row_verdict(row, records, self.config.roster, self.config.self_exclusion, self.config.quorum,
                               deliberation=Rule.of(self.config), refused=refused, item=item)
         self.folder.write_state("finished")  # every row handed to the run so far is through (rescore reads it)
         if self._sim is not None:
             self.folder.write_bytes("provider_stats.json", dump_json(await self._sim.stats()))
-        return Graded(verdict, records, reason, self.run_id)
+        return Graded(verdict, records, reason, self.run_id, stopped)
 
     def _admit(self, item: BankItem, row: ResponseRow, sample_uuid: str | None) -> None:
         """Enter the row (and its item) in the run folder, unless it is there already with the same content."""

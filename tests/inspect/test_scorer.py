@@ -63,7 +63,8 @@ def test_every_sample_of_an_eval_has_a_council_score(tmp_path):
     folder = tmp_path / "runs" / runs.pop()
     assert len((folder / "rows.jsonl").read_text().splitlines()) == len(QUESTIONS)
     metrics = {m: v.value for s in log.results.scores for m, v in s.metrics.items()}
-    assert not math.isnan(metrics["accuracy"]) and metrics["not_graded"] == 0.0
+    assert not math.isnan(metrics["accuracy"]) and set(metrics) >= {"agreement_lift", "deliberation_impact"}
+    assert {s.unscored_samples for s in log.results.scores} == {0}
     rescore(RunFolder.open(folder))  # the run scored from its archive alone, as ``council rescore`` does
     verdicts = {v["row_id"]: v["consensus"] for v in map(json.loads, (folder / "verdicts.jsonl").read_text().splitlines())}
     assert verdicts == {s.scores["council"].metadata["row_id"]: s.scores["council"].metadata["consensus"]
@@ -156,3 +157,15 @@ def test_without_inspect_the_message_says_what_to_install():
     code = "import sys; sys.modules['inspect_ai'] = None\nimport council.inspect"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode != 0 and "pip install 'grading-council[inspect]'" in done.stderr
+
+
+def test_samples_past_the_budget_are_unscored_not_incorrect(tmp_path):
+    config = tmp_path / "council.toml"
+    config.write_text("budget_usd = 0.000001\n")
+    log = run_eval(council(simulate=True, runs_dir=str(tmp_path / "runs"), config=str(config)), "mockllm/model",
+                   tmp_path / "logs")
+    for sample in log.samples:
+        score = sample.scores["council"]
+        assert math.isnan(score.value) and score.reason == "grader_failed", score
+        assert score.metadata["not_graded"] and "budget" in score.metadata["stopped"]
+    assert {s.unscored_samples for s in log.results.scores} == {len(QUESTIONS)}  # counted by inspect, as unscored
