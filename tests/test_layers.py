@@ -25,6 +25,7 @@ ROOMS: list[tuple[str, tuple[str, ...]]] = [
     ("transport", ("council.transport",)),
     ("elicitor", ("elicitor",)),
     ("grading", ("council.grading",)),
+    ("batching", ("council.batching",)),  # the batch transport: a judge pool's batch judges
     ("scoring", ("council.scoring",)),
     ("cluster", ("council.cluster",)),
     ("sim", ("council.sim",)),

@@ -27,6 +27,7 @@ prompt for two rows) share one request, and its usage is split between them.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 import uuid
 from collections.abc import Callable
@@ -56,7 +57,8 @@ _log = logs.get_logger("council.batch")
 class _Want:
     """A request whose outcome some votes wait for."""
 
-    request: BatchRequest
+    request: BatchRequest  # its messages are dropped once a batch holds it (remade to send it again)
+    remake: Callable[[], list[dict[str, Any]]]
     tokens: int
     future: asyncio.Future[tuple[BatchOutcome, str | None, int]]
     sharers: int = 0  # votes waiting on it
@@ -161,22 +163,26 @@ class BatchJudge:
 
     # -- one vote ----------------------------------------------------------------------------------------------
     async def _vote(self, task: JudgeTask) -> JudgeCallRecord:
+        """One vote: its request in a batch, then at most one repair request (as a chat call gets one repair
+        call). While it waits, nothing of its prompt is held here: a batch holds it, and it is made again from
+        ``task`` if it must be sent again."""
         call = Call()
-        messages, max_tokens, fmt = one_request(self.params, task)
+        max_tokens, fmt = one_request(self.params, task)[1:]
         call.max_tokens, call.attempts = max_tokens, 1
-        request = BatchRequest(task.request_key, self.member.judge_model, messages, self.params.temperature,
-                               max_tokens, fmt)
-        outcome, batch_id, share = await self._outcome(request)
+        outcome, batch_id, share = await self._outcome(task.request_key, lambda: one_request(self.params, task)[0],
+                                                       max_tokens, fmt)
         usage, cost = Usage(), 0.0
         vote, status = None, "error"
         if isinstance(outcome, Reply):
             usage, cost = self._charged(call, outcome, batch_id, share)
             vote, status = read_vote(outcome.content or "", task.scale)
-            if vote is None:  # one repair, as a chat call gets: the next batch's request
-                repair = BatchRequest(f"{task.request_key}-repair", self.member.judge_model,
-                                      repair_messages(messages, outcome.content or ""), self.params.temperature,
-                                      max_tokens, fmt)
-                outcome, batch_id, share = await self._outcome(repair)
+            if vote is None:
+                first = outcome.content or ""
+
+                def repair() -> list[dict[str, Any]]:
+                    return repair_messages(one_request(self.params, task)[0], first)
+
+                outcome, batch_id, share = await self._outcome(f"{task.request_key}-repair", repair, max_tokens, fmt)
                 if isinstance(outcome, Reply):
                     more, more_cost = self._charged(call, outcome, batch_id, share)
                     usage, cost = usage + more, cost + more_cost
@@ -197,17 +203,20 @@ class BatchJudge:
         prices = self.prices if batch_id is not None or self.fallback is None else self.fallback.prices
         return usage, usage.cost_usd(*prices)
 
-    async def _outcome(self, request: BatchRequest) -> tuple[BatchOutcome, str | None, tuple[int, int]]:
-        """The request's outcome, the batch that carried it, and this vote's share of it (its index, of how many
-        votes waited on it; (0, 0) when an earlier vote of this process was charged for it). Raises
-        :class:`ProviderUnavailable` when the vendor cannot be used."""
-        cid = request.custom_id
+    async def _outcome(self, cid: str, messages: Callable[[], list[dict[str, Any]]], max_tokens: int,
+                       response_format: dict[str, Any]) -> tuple[BatchOutcome, str | None, tuple[int, int]]:
+        """The outcome of the request ``cid`` (its ``messages`` made when it is sent), the batch that carried it,
+        and this vote's share of it (its index, of how many votes waited on it; (0, 0) when an earlier vote of
+        this process was charged for it). Raises :class:`ProviderUnavailable` when the vendor cannot be used."""
         want = self._wants.get(cid)
         index = 0
         if want is None:
             loop = asyncio.get_running_loop()
-            tokens = estimate_tokens(request.messages, request.max_tokens)
-            want = self._wants[cid] = _Want(request, tokens, loop.create_future(), sharers=1)
+            request = BatchRequest(cid, self.member.judge_model, messages(), self.params.temperature, max_tokens,
+                                   response_format)
+            tokens = estimate_tokens(request.messages, max_tokens)
+            want = self._wants[cid] = _Want(request, messages, tokens, loop.create_future(), sharers=1)
+            del request  # the want holds it, and drops its messages once a batch holds them
             if self._ready is not None and not self._ready.done():
                 await asyncio.shield(self._ready)
             if self._failed is not None:
@@ -387,7 +396,9 @@ class BatchJudge:
             self._failures = 0
             for key in keys:
                 self._holder[key] = local
-                by_id[key].sends += 1
+                want = by_id[key]
+                want.sends += 1
+                want.request = dataclasses.replace(want.request, messages=[])  # held by the batch now
             self._open[local] = _Open(entry)
             self.stats.batches += 1
             self.stats.requests += len(keys)
@@ -404,6 +415,8 @@ class BatchJudge:
         return open_requests or max(1, refused // 2)
 
     def _requeue(self, wants: list[_Want], *, front: bool = False) -> None:
+        for want in wants:
+            _remade(want)
         if front:
             rest = dict(self._queued)
             self._queued.clear()
@@ -512,7 +525,7 @@ class BatchJudge:
     async def _send_sync(self, want: _Want) -> None:
         """A request sent again as a chat call (few remain: a batch would wait longer than it is worth)."""
         assert self.fallback is not None
-        r = want.request
+        r = _remade(want).request
         self.stats.sent_sync += 1
         try:
             result = await self.fallback.client.chat(r.model, r.messages, temperature=r.temperature,
@@ -543,6 +556,13 @@ class BatchJudge:
         if not kept:
             self._kept.pop(entry.local, None)
         return outcome
+
+
+def _remade(want: _Want) -> _Want:
+    """``want`` with its request's messages, made again if a batch held it."""
+    if not want.request.messages:
+        want.request = dataclasses.replace(want.request, messages=want.remake())
+    return want
 
 
 def _resendable(outcome: BatchOutcome) -> bool:

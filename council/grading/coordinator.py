@@ -130,14 +130,35 @@ class Coordinator:
         return [rows[r] for r in order if r in rows]
 
     async def _work(self, source: Iterator, handle: Callable) -> None:
-        """Run ``handle`` over ``source`` with ``rows_in_flight`` workers until done, or until the budget is
+        """Run ``handle`` over ``source`` with up to ``in_flight`` workers until done, or until the budget is
         exhausted or a stop is requested: then nothing new starts, work in flight gets ``stop.grace_s`` to
         finish (its records are archived as they return) and whatever is still waiting after that is
-        abandoned. A vendor that cannot be used at all stops the run."""
+        abandoned. A vendor that cannot be used at all stops the run.
+
+        Workers are started as they are needed: each one, having taken a row, starts the next (up to
+        ``in_flight``), so a run of a few rows holds a few workers, not ``in_flight`` of them (50,000 idle tasks
+        when a vendor batches)."""
+        workers: set[asyncio.Task[None]] = set()
+        ended = asyncio.get_running_loop().create_future()
+        limit = self.config.in_flight
+
+        def start() -> None:
+            task = asyncio.create_task(worker())
+            workers.add(task)
+            task.add_done_callback(finished)
+
+        def finished(task: asyncio.Task[None]) -> None:
+            if not task.cancelled() and task.exception() is not None and not ended.done():
+                ended.set_exception(task.exception())
+            if all(w.done() for w in workers) and not ended.done():
+                ended.set_result(None)
+
         async def worker() -> None:
             for thing in source:  # workers share one iterator: each is taken exactly once
                 if self.budget.exhausted or self.stop.requested:
                     return
+                if len(workers) < limit:
+                    start()
                 try:
                     await handle(thing)
                 except BudgetExhausted:
@@ -150,21 +171,20 @@ class Coordinator:
                     self.stop.request("error", str(exc))
                     return
 
-        workers = [asyncio.create_task(worker()) for _ in range(self.config.in_flight)]
-        everything = asyncio.gather(*workers)
+        start()
         stopping = asyncio.create_task(self.stop.wait())
         try:
-            await asyncio.wait({everything, stopping}, return_when=asyncio.FIRST_COMPLETED)
-            if not everything.done():
+            await asyncio.wait({ended, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            if not ended.done():
                 try:
-                    await asyncio.wait_for(asyncio.shield(everything), self.stop.grace_s)
+                    await asyncio.wait_for(asyncio.shield(ended), self.stop.grace_s)
                 except TimeoutError:
                     self.abandoned += sum(not w.done() for w in workers)
                     for w in workers:
                         w.cancel()
                     await asyncio.gather(*workers, return_exceptions=True)
             else:
-                everything.result()
+                ended.result()
         finally:
             stopping.cancel()
 
