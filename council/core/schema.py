@@ -329,3 +329,5 @@ class RunManifest(_Strict):
     # every judge model and model under test -> the price used (council.protocol.prices.Price: USD per million
     # tokens in, out, cache read and write, its source and the table's provider), or null: no price
     prices: dict[str, dict[str, Any] | None] = Field(default_factory=dict)
+    # the batch transport: each batching judge's batch price (None: unknown, its votes counted at ``prices``)
+    batch_prices: dict[str, dict[str, Any] | None] = Field(default_factory=dict)

@@ -186,7 +186,9 @@ async def run_council(
         versions=_versions(), config=req.config.model_dump(mode="json"), sim_config=sim_config,
         reuse_from=list(req.reuse_from), models=list(req.models), skipped_inputs=list(req.skipped_inputs),
         shards=req.shards, elicit_prompt_version=ELICIT_VERSION if req.models else None, elicit_prompt_hash=ELICIT_HASH if req.models else None,
-        price_table=PRICE_TABLE, prices={m: p.model_dump() if p else None for m, p in req.config.prices(req.models).items()},
+        price_table=PRICE_TABLE, prices={m: _dumped(p) for m, p in req.config.prices(req.models).items()},
+        batch_prices={m.judge_model: _dumped(req.config.batch_price(m.judge_model, m.vendor))
+                      for m in req.config.roster if m.vendor in req.config.batching},
     )
     folder.write_json(MANIFEST, manifest.model_dump(mode="json"))
     folder.write_lines(ITEMS, [i for i in items if i.id in used])
@@ -194,6 +196,10 @@ async def run_council(
     return await _drive(folder, manifest, items, info, req.config, archived=None, reusable=reusable,
                         backend=req.backend, provider_url=req.provider_url, ray_address=req.ray_address,
                         hooks=hooks, shards=req.shards, elicited={}, audited=set(), stop=stop)
+
+
+def _dumped(price: Any) -> dict[str, Any] | None:
+    return price.model_dump() if price is not None else None
 
 
 def _unless_stopped(stop: StopControl) -> None:

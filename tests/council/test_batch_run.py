@@ -88,6 +88,15 @@ def test_a_batch_run_gives_the_synchronous_run_s_verdicts_at_the_batch_price(pai
     for member in cs:
         ratio = 0.5 if member in HALF_PRICED else 1.0
         assert cb[member] == pytest.approx(cs[member] * ratio, rel=1e-6), member
+    manifest = orjson.loads((batch / "manifest.json").read_bytes())
+    for member in manifest["roster"]:  # the rates each judge's votes were charged at are on record
+        price = manifest["batch_prices"][member["judge_model"]]
+        standard = manifest["prices"][member["judge_model"]]
+        if member["vendor"] in HALF_PRICED:
+            assert price["input_mtok"] == standard["input_mtok"] / 2 and price["source"] == standard["source"]
+        else:
+            assert price is None
+    assert orjson.loads((sync / "manifest.json").read_bytes())["batch_prices"] == {}
     summary_s = orjson.loads((sync / "summary.json").read_bytes())
     summary_b = orjson.loads((batch / "summary.json").read_bytes())
     assert summary_b["cost_usd"] < 0.8 * summary_s["cost_usd"]
