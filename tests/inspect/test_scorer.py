@@ -7,6 +7,7 @@ import asyncio
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +20,7 @@ from inspect_ai.model import ModelName, ModelOutput, ModelUsage, get_model
 from inspect_ai.scorer import Target, match
 from inspect_ai.solver import TaskState, generate
 
+import council as council_package
 from council.inspect import council
 from council.scoring.scoring import rescore
 from council.store.runfolder import RunFolder
@@ -105,7 +107,7 @@ def inspect_score(log: Path, runs: Path, env: dict[str, str], action: str) -> Pa
     done = subprocess.run(
         [sys.executable, "-m", "inspect_ai", "score", str(log), "--scorer", "grading_council/council",
          "-S", "simulate=true", "-S", f"runs_dir={runs}", "--action", action, "--overwrite", "--display", "none"],
-        env=env, capture_output=True, text=True, timeout=240, check=False)
+        env=env, cwd=log.parent, capture_output=True, text=True, timeout=240, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     return log
 
@@ -169,3 +171,18 @@ def test_samples_past_the_budget_are_unscored_not_incorrect(tmp_path):
         assert math.isnan(score.value) and score.reason == "grader_failed", score
         assert score.metadata["not_graded"] and "budget" in score.metadata["stopped"]
     assert {s.unscored_samples for s in log.results.scores} == {len(QUESTIONS)}  # counted by inspect, as unscored
+
+
+def test_inspect_score_finds_the_scorer_of_an_installed_package(tmp_path):
+    """Installed in site-packages (not editable), inspect names the scorer after its top module
+    (``council/grading_council/council``); ``--scorer grading_council/council`` still finds it."""
+    installed = tmp_path / "site-packages"
+    shutil.copytree(Path(council_package.__file__).parent, installed / "council",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    log = run_eval(match(), "mockllm/model", tmp_path / "logs")
+    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}, "NO_COLOR": "1",
+           "INSPECT_LOG_DIR": str(tmp_path / "logs"), "PYTHONPATH": str(installed)}
+    inspect_score(Path(log.location), tmp_path / "runs", env, "append")
+    scored = read_eval_log(log.location)
+    assert all(s.scores["council"].value in ("C", "I") for s in scored.samples)
+    assert list((installed / "council" / "inspect" / "__pycache__").glob("_registry.*.pyc"))  # the copy was loaded
