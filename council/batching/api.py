@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -38,6 +38,7 @@ METADATA_KEY = "council_batch"  # an OpenAI batch's metadata field holding our i
 OPENAI_ENDED = frozenset({"completed", "failed", "expired", "cancelled"})
 QUEUE_CODES = frozenset({"token_limit_exceeded", "request_limit_exceeded"})
 TRANSIENT_CODES = frozenset({"server_error", "internal_error"})
+CLOCK_SKEW_S = 30.0  # how far the provider's clock may be behind ours when a batch is matched by its creation time
 
 
 class QueueFull(ProviderError):
@@ -135,6 +136,21 @@ class _Http:
         raise ProviderError(f"{self.where}: {method} {path}: {self.said(status, body)} after {policy.max_attempts} "
                             "attempts", status=status, attempts=policy.max_attempts)
 
+    async def listed(self, path: str, cursor: str, since: float,
+                     created: Callable[[dict[str, Any]], float | None]) -> AsyncIterator[dict[str, Any]]:
+        """The batches ``path`` lists, newest first, page by page (``cursor``: the API's name for "after this id"),
+        until one created a minute before ``since``."""
+        after = None
+        while True:
+            query = {"limit": "100", **({cursor: after} if after else {})}
+            data = self.json(*await self.call("GET", path, retry=True, params=query), f"list {path}")
+            listed = data.get("data") or []
+            for batch in listed:
+                yield batch
+            if not data.get("has_more") or not listed or (created(listed[-1]) or 0) < since - 60:
+                return
+            after = listed[-1]["id"]
+
     def said(self, status: int | None, body: bytes) -> str:
         text = self.wire.error(status or 0, body).text if status is not None else body.decode(errors="replace")
         return one_line(f"HTTP {status}: {text}" if status is not None else text, self._secret)
@@ -212,19 +228,12 @@ class OpenAIBatches:
                 lines += body.splitlines()
         return _read(read_openai_results, lines, self.http.where, batch_id)
 
-    async def find(self, local: str, since: float, count: int) -> str | None:
+    async def find(self, local: str, since: float, count: int, known: frozenset[str] = frozenset()) -> str | None:
         """The id of a batch created at or after ``since`` whose metadata names ``local``, if any."""
-        after = None
-        while True:
-            query = {"limit": "100", **({"after": after} if after else {})}
-            data = self.http.json(*await self.http.call("GET", "/batches", retry=True, params=query), "list batches")
-            for batch in data.get("data") or []:
-                if (batch.get("metadata") or {}).get(METADATA_KEY) == local:
-                    return batch["id"]
-            listed = data.get("data") or []
-            if not data.get("has_more") or not listed or (listed[-1].get("created_at") or 0) < since - 60:
-                return None
-            after = listed[-1]["id"]
+        async for batch in self.http.listed("/batches", "after", since, lambda b: b.get("created_at")):
+            if (batch.get("metadata") or {}).get(METADATA_KEY) == local:
+                return batch["id"]
+        return None
 
     async def close(self) -> None:
         await self.http.close()
@@ -278,23 +287,17 @@ class AnthropicBatches:
             self.http.json(status, body, f"results of message batch {batch_id}")
         return _read(read_anthropic_results, body.splitlines(), self.http.where, batch_id)
 
-    async def find(self, local: str, since: float, count: int) -> str | None:
-        """A batch of ``count`` requests created at or after ``since`` (Message Batches carry no metadata: the
-        newest such batch is taken; its results are matched by custom id, so a wrong guess costs a wait, never a
-        wrong vote)."""
-        after = None
-        while True:
-            query = {"limit": "100", **({"after_id": after} if after else {})}
-            data = self.http.json(*await self.http.call("GET", "/messages/batches", retry=True, params=query),
-                                  "list message batches")
-            listed = data.get("data") or []
-            for batch in listed:
-                created = _unix(batch.get("created_at")) or 0
-                if created >= since - 1 and self._polled(batch).counts["total"] == count:
-                    return batch["id"]
-            if not data.get("has_more") or not listed or (_unix(listed[-1].get("created_at")) or 0) < since - 60:
-                return None
-            after = listed[-1]["id"]
+    async def find(self, local: str, since: float, count: int, known: frozenset[str] = frozenset()) -> str | None:
+        """A batch of ``count`` requests created at or after ``since`` and not ``known`` (the run's other batches).
+        Message Batches carry no metadata: the newest such batch is taken; its results are matched by custom id, so
+        a wrong guess (another client's batch of the same size, made at the same time) costs a wait, never a wrong
+        vote."""
+        created = lambda b: _unix(b.get("created_at"))  # noqa: E731
+        async for batch in self.http.listed("/messages/batches", "after_id", since, created):
+            if (batch["id"] not in known and (created(batch) or 0) >= since - CLOCK_SKEW_S
+                    and self._polled(batch).counts["total"] == count):
+                return batch["id"]
+        return None
 
     async def close(self) -> None:
         await self.http.close()

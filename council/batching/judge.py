@@ -283,7 +283,7 @@ class BatchJudge:
             if not entry.unconfirmed:
                 continue
             try:
-                batch_id = await self.api.find(entry.local, entry.intent_at, len(entry.keys))
+                batch_id = await self.api.find(entry.local, entry.intent_at, len(entry.keys), self._known())
             except ProviderUnavailable as exc:
                 self._fail(list(self._wants), exc)
                 return
@@ -294,6 +294,10 @@ class BatchJudge:
                 self._open[entry.local] = _Open(entry)
                 _log.info("batch.found", vendor=self.vendor, batch_id=batch_id, requests=len(entry.keys))
         self._poke.set()
+
+    def _known(self) -> frozenset[str]:
+        """The provider ids of every batch the run's journal holds."""
+        return frozenset(e.batch_id for e in self.journal.entries.values() if e.batch_id)
 
     def _gone(self, entry: BatchEntry) -> None:
         self.journal.gone(entry.local)
@@ -379,7 +383,7 @@ class BatchJudge:
                 self._requeue([by_id[k] for k in keys], front=True)
                 continue
             except Unsure as exc:
-                batch_id = await self.api.find(local, entry.intent_at, len(keys))
+                batch_id = await self.api.find(local, entry.intent_at, len(keys), self._known())
                 if batch_id is None:  # not made: sent again after a pause that grows while creates fail
                     _log.warning("batch.create_failed", vendor=self.vendor, error=str(exc))
                     self._gone(entry)
