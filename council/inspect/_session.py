@@ -23,7 +23,7 @@ from pathlib import Path
 import orjson
 
 from council.core.schema import BankItem, JudgeCallRecord, ResponseRow, RowVerdict, RunManifest
-from council.core.errors import ProviderUnavailable
+from council.core.errors import ConfigError, ProviderUnavailable
 from council.grading.budget import Budget, BudgetExhausted
 from council.grading.coordinator import Coordinator
 from council.grading.pools import LocalPool
@@ -195,6 +195,10 @@ def _open(runs_dir: Path, run_id: str, config: CouncilConfig, simulate: bool, pr
         folder = RunFolder.open_run(runs_dir, run_id)
         folder.drop_torn_tails()
         manifest = RunManifest.model_validate(folder.read_json(MANIFEST))
+        if manifest.simulated != simulate:  # never real vendors for a simulated run, nor the reverse
+            how = "simulate=true" if manifest.simulated else "provider_url (its manifest records one)"
+            raise ConfigError(f"run {run_id} was graded {'by the embedded provider' if manifest.simulated else 'by real judges'}"
+                              f"; score it again with {how}, or pass another run_id")
         config = CouncilConfig.recorded(manifest.config, manifest.judge_prompt_version)
         return Session(folder, config, manifest, manifest.simulated, provider_url or manifest.provider_url)
     if provider_url is not None:

@@ -42,8 +42,9 @@ def task(scorer) -> Task:  # noqa: ANN001
                 scorer=scorer)
 
 
-def run_eval(scorer, model: str, log_dir: Path):  # noqa: ANN001, ANN201
-    logs = eval(task(scorer), model=get_model(model, custom_outputs=answer), log_dir=str(log_dir), display="none")
+def run_eval(scorer, model: str, log_dir: Path, log_format: str = "eval"):  # noqa: ANN001, ANN201
+    logs = eval(task(scorer), model=get_model(model, custom_outputs=answer), log_dir=str(log_dir), display="none",
+                log_format=log_format)
     assert logs[0].status == "success", logs[0].error
     return read_eval_log(logs[0].location)
 
@@ -118,8 +119,10 @@ def billed(runs: Path) -> int:
     return sum(v["billed"] for v in stats["vendors"].values())
 
 
-def test_inspect_score_regrades_a_log_and_pays_nothing_the_second_time(tmp_path):
-    log = run_eval(match(), "mockllm/model", tmp_path / "logs")
+@pytest.mark.parametrize("log_format", ["eval", "json"])
+def test_inspect_score_regrades_a_log_and_pays_nothing_the_second_time(tmp_path, log_format):
+    log = run_eval(match(), "mockllm/model", tmp_path / "logs", log_format=log_format)
+    assert log.location.endswith(f".{log_format}")
     path = Path(log.location)
     assert "council" not in log.samples[0].scores
     env = {**os.environ, "NO_COLOR": "1", "INSPECT_LOG_DIR": str(tmp_path / "logs")}
@@ -186,3 +189,12 @@ def test_inspect_score_finds_the_scorer_of_an_installed_package(tmp_path):
     scored = read_eval_log(log.location)
     assert all(s.scores["council"].value in ("C", "I") for s in scored.samples)
     assert list((installed / "council" / "inspect" / "__pycache__").glob("_registry.*.pyc"))  # the copy was loaded
+
+
+def test_a_simulated_run_is_never_scored_again_by_real_judges(tmp_path):
+    runs = tmp_path / "runs"
+    log = run_eval(council(simulate=True, runs_dir=str(runs), run_id="shared"), "mockllm/model", tmp_path / "logs")
+    again = eval(task(council(provider_url="http://127.0.0.1:9/v1", runs_dir=str(runs), run_id="shared")),
+                 model=get_model("mockllm/model", custom_outputs=answer), log_dir=str(tmp_path / "logs"), display="none")
+    assert again[0].status == "error" and "run shared was graded by the embedded provider" in again[0].error.message
+    assert len((runs / "shared" / "rows.jsonl").read_text().splitlines()) == len(log.samples)
