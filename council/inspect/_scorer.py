@@ -63,6 +63,9 @@ def council(
         raise ConfigError("council(): pass simulate=true (the embedded provider) or provider_url=URL")
     council_config = _config(config, deliberate=deliberate, quorum=_number(quorum, "quorum"),
                              seed=_number(seed, "seed"))
+    if council_config.batching:  # its votes wait on batches a process of inspect's does not keep open
+        raise ConfigError(f"council(): the batch transport ({', '.join(council_config.batching)}) is not available "
+                          "inside inspect; set transport = \"sync\", or export the log and run council grade")
     runs = RunChooser(Path(runs_dir), run_id)
 
     async def score(state: TaskState, target: Target) -> Score:

@@ -21,6 +21,7 @@ from inspect_ai.scorer import Target, match
 from inspect_ai.solver import TaskState, generate
 
 import council as council_package
+from council.core.errors import ConfigError
 from council.inspect import council
 from council.scoring.scoring import rescore
 from council.store.runfolder import RunFolder
@@ -198,3 +199,10 @@ def test_a_simulated_run_is_never_scored_again_by_real_judges(tmp_path):
                  model=get_model("mockllm/model", custom_outputs=answer), log_dir=str(tmp_path / "logs"), display="none")
     assert again[0].status == "error" and "run shared was graded by the embedded provider" in again[0].error.message
     assert len((runs / "shared" / "rows.jsonl").read_text().splitlines()) == len(log.samples)
+
+
+def test_the_batch_transport_is_refused_not_ignored(tmp_path):
+    config = tmp_path / "council.toml"
+    config.write_text('transport = "batch"\n')
+    with pytest.raises(ConfigError, match="batch transport .* is not available inside inspect"):
+        council(simulate=True, config=str(config))
