@@ -276,6 +276,17 @@ class BatchJudge:
         self._ready = asyncio.ensure_future(self._reconcile())
         self._tasks = [asyncio.create_task(self._cut(), name=f"batch-cut-{self.vendor}"),
                        asyncio.create_task(self._poll(), name=f"batch-poll-{self.vendor}"), self._ready]
+        for task in self._tasks:
+            task.add_done_callback(self._crashed)
+
+    def _crashed(self, task: asyncio.Task[Any]) -> None:
+        """A background task that ends in an error fails every waiting vote (none is left waiting forever)."""
+        if task.cancelled() or task.exception() is None:
+            return
+        exc = task.exception()
+        _log.error("batch.failed", vendor=self.vendor, error=f"{type(exc).__name__}: {exc}")
+        self._fail(list(self._wants), exc if isinstance(exc, ProviderUnavailable) else ProviderUnavailable(
+            f"{self.vendor}: the batch transport failed: {type(exc).__name__}: {exc}"))
 
     async def _reconcile(self) -> None:
         """What became of the batches an earlier process of the run announced but never heard back about."""
@@ -284,9 +295,9 @@ class BatchJudge:
                 continue
             try:
                 batch_id = await self.api.find(entry.local, entry.intent_at, len(entry.keys), self._known())
-            except ProviderUnavailable as exc:
-                self._fail(list(self._wants), exc)
-                return
+            except ProviderError as exc:  # sending its keys again could pay for them twice: the run stops
+                raise ProviderUnavailable(f"{self.vendor}: cannot tell whether batch {entry.local} was made "
+                                          f"(its create never answered): {exc}") from None
             if batch_id is None:
                 self._gone(entry)
             else:
@@ -395,6 +406,17 @@ class BatchJudge:
             except ProviderUnavailable as exc:
                 self._gone(entry)
                 self._fail(keys, exc)
+                continue
+            except BatchGone as exc:  # 404 to a create: no such endpoint here
+                self._gone(entry)
+                self._fail(keys, ProviderUnavailable(f"{exc} (does this provider serve a batch API?)", status=404))
+                continue
+            except ProviderError as exc:  # the upload failed, or the create was refused: nothing was made
+                _log.warning("batch.create_failed", vendor=self.vendor, error=str(exc))
+                self._gone(entry)
+                self._failures += 1
+                await asyncio.sleep(min(self.batch.poll_s, FIRST_POLL_S * 2 ** self._failures))
+                self._requeue([by_id[k] for k in keys], front=True)
                 continue
             self.journal.submitted(local, batch_id, file_id, created)
             self._failures = 0

@@ -11,6 +11,7 @@ import dataclasses
 import json
 
 import pytest
+from aiohttp import web
 
 from council.batching.api import AnthropicBatches, OpenAIBatches, Packed
 from council.batching.journal import Journal
@@ -24,6 +25,7 @@ from council.sim import SimConfig, TruthTable, VendorBehaviour, start_sim
 from council.transport.batch_formats import BatchRequest
 from council.transport.judge import JudgeTask, one_request
 from council.transport.wire import Reply
+from tests.council._loopback import serving
 from tests.sim.test_sim_batches import QUIET, clients, line, native, submit
 
 GPT, CLAUDE = "openai/gpt-5", "anthropic/claude-sonnet-4.5"
@@ -168,3 +170,20 @@ async def test_a_stop_fails_every_waiting_vote_at_once_and_the_next_judge_polls_
     assert again.stats.batches == 1 and again.stats.requests == 3
     assert [r.batch_id for r in records[:3]] == [held.batch_id] * 3 and records[3].batch_id != held.batch_id
     assert stats["batch_billed"] == 6 and stats["batch_billed_twice"] == 0
+
+
+async def test_a_provider_without_a_batch_api_stops_the_vendor_with_a_clear_error(tmp_path) -> None:
+    _, tasks = world(2)
+
+    async def chat_only(request: web.Request) -> web.Response:
+        return web.json_response({"error": {"message": "Not found", "code": None}}, status=404)
+
+    async with serving("/v1/chat/completions", chat_only) as url:  # /v1/files is not served: aiohttp's 404
+        member = MemberSpec(vendor="openai", judge_model=GPT)
+        j = BatchJudge(member, PARAMS, OpenAIBatches(Endpoint(base_url=url), "openai"), Journal(tmp_path),
+                       settings=VendorSettings(), batch=FAST, prices=(0.0, 0.0))
+        results = await asyncio.gather(*(j.submit(t) for t in tasks), return_exceptions=True)
+        await j.close()
+    assert all(isinstance(r, ProviderUnavailable) for r in results), results
+    assert "does this provider serve a batch API?" in str(results[0]) and "404" in str(results[0])
+    assert all(e.gone for e in Journal(tmp_path).entries.values())  # announced, never made
