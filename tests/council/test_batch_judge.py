@@ -133,7 +133,7 @@ async def test_a_batch_that_fails_validation_stops_the_vendor_with_the_provider_
     truth, tasks = world(3)
     async with await start_sim(sim(), truth) as server:
         j = judge(server, Journal(tmp_path))
-        real_pack = j.api.pack
+        real_pack = j.sender.api.pack
 
         def broken(requests: list[BatchRequest]) -> list[Packed]:  # a file whose second line says GET
             packed = real_pack(requests)[0]
@@ -141,7 +141,7 @@ async def test_a_batch_that_fails_validation_stops_the_vendor_with_the_provider_
             lines[1] = lines[1].replace(b'"method":"POST"', b'"method":"GET"')
             return [Packed(packed.model, b"".join(lines), packed.custom_ids)]
 
-        j.api.pack = broken
+        j.sender.api.pack = broken
         results = await asyncio.gather(*(j.submit(t) for t in tasks), return_exceptions=True)
         await j.close()
     assert all(isinstance(r, ProviderUnavailable) for r in results), results
