@@ -323,22 +323,16 @@ class BatchSender:
             try:
                 batch_id, file_id, created = await self.api.create(packed, local)
             except QueueFull as exc:
-                self._gone(entry)
                 self._queue_limit = self._learned_limit(len(keys))
                 _log.info("batch.queue_full", vendor=self.vendor, open=len(self._open), error=str(exc))
-                if not self._open:  # others' batches fill the queue: wait longer each time it stays full
-                    self._failures += 1
-                    await asyncio.sleep(min(self.batch.poll_s, FIRST_POLL_S * 2 ** self._failures))
-                self._requeue([by_id[k] for k in keys], front=True)
+                # others' batches fill the queue when none of ours is open: wait longer each time it stays full
+                await self._not_made(entry, [by_id[k] for k in keys], pause=not self._open)
                 continue
             except Unsure as exc:
                 batch_id = await self.api.find(local, entry.intent_at, len(keys), self._known())
-                if batch_id is None:  # not made: sent again after a pause that grows while creates fail
+                if batch_id is None:
                     _log.warning("batch.create_failed", vendor=self.vendor, error=str(exc))
-                    self._gone(entry)
-                    self._failures += 1
-                    await asyncio.sleep(min(self.batch.poll_s, FIRST_POLL_S * 2 ** self._failures))
-                    self._requeue([by_id[k] for k in keys], front=True)
+                    await self._not_made(entry, [by_id[k] for k in keys], pause=True)
                     continue
                 file_id, created = None, None
             except ProviderUnavailable as exc:
@@ -351,10 +345,7 @@ class BatchSender:
                 continue
             except ProviderError as exc:  # the upload failed, or the create was refused: nothing was made
                 _log.warning("batch.create_failed", vendor=self.vendor, error=str(exc))
-                self._gone(entry)
-                self._failures += 1
-                await asyncio.sleep(min(self.batch.poll_s, FIRST_POLL_S * 2 ** self._failures))
-                self._requeue([by_id[k] for k in keys], front=True)
+                await self._not_made(entry, [by_id[k] for k in keys], pause=True)
                 continue
             self.journal.submitted(local, batch_id, file_id, created)
             self._failures = 0
@@ -371,6 +362,15 @@ class BatchSender:
         self.journal.write_status()
         if self.on_status is not None:
             self.on_status()
+
+    async def _not_made(self, entry: BatchEntry, wants: list[_Want], *, pause: bool) -> None:
+        """A batch the provider did not make: its requests go first into the next one, after a pause that grows
+        while creates keep failing (``pause``)."""
+        self._gone(entry)
+        if pause:
+            self._failures += 1
+            await asyncio.sleep(min(self.batch.poll_s, FIRST_POLL_S * 2 ** self._failures))
+        self._requeue(wants, front=True)
 
     def _learned_limit(self, refused: int) -> int:
         """Requests the provider's queue is taken to hold after it refused a batch of ``refused``: what is open now,
