@@ -29,8 +29,9 @@ def describe(graded: Graded, config: CouncilConfig, *, actor: str) -> dict[str, 
         "letters": letters(graded, config), "votes_round1": v.votes_round1, "votes_round2": v.votes_round2,
         "consensus_round1": v.consensus_round1, "consensus": v.consensus, "flags": v.flags,
         "tie": "tie" in v.flags, "no_quorum": "no_quorum" in v.flags, "not_graded": not v.graded,
-        "deliberated": v.deliberated, "refused": graded.refused, "stopped": graded.stopped, "run_id": graded.run_id, "row_id": v.row_id,
-        "item_id": v.item_id, "quorum": config.quorum, "deliberate": config.deliberate,
+        "deliberated": v.deliberated, "refused": graded.refused, "stopped": graded.stopped,
+        "run_id": graded.run_id, "row_id": v.row_id, "item_id": v.item_id,
+        "quorum": config.quorum, "deliberate": config.deliberate,
     }
 
 

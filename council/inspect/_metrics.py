@@ -22,8 +22,7 @@ def _votes(scores: list[SampleScore]) -> np.ndarray:
         meta = s.score.metadata or {}
         if meta.get("not_graded", True) or not meta.get("deliberated"):
             continue
-        rows.append([[CODE.get(meta["votes_round1"].get(m), agg.MISSING), CODE.get(meta["votes_round2"].get(m), agg.MISSING)]
-                     for m in meta["members"]])
+        rows.append([[CODE.get(meta[f"votes_round{r}"].get(m), agg.MISSING) for r in (1, 2)] for m in meta["members"]])
     width = max((len(r) for r in rows), default=0)
     out = np.full((len(rows), width, 2), agg.MISSING, dtype=np.int8)
     for i, r in enumerate(rows):

@@ -23,6 +23,7 @@ from council.inspect._runs import RunChooser
 from council.inspect._session import SampleConflict, session
 from council.protocol.config import validation_problems
 from council.protocol.configfile import load_config
+from council.run.runner import check_budget
 
 NAME = "grading_council/council"  # as ``--scorer`` names it: the entry point's name, then the scorer's
 
@@ -63,6 +64,7 @@ def council(
         raise ConfigError("council(): pass simulate=true (the embedded provider) or provider_url=URL")
     council_config = _config(config, deliberate=deliberate, quorum=_number(quorum, "quorum"),
                              seed=_number(seed, "seed"))
+    check_budget(council_config, [])  # a budget is only a bound if every judge has a price
     if council_config.batching:  # its votes wait on batches a process of inspect's does not keep open
         raise ConfigError(f"council(): the batch transport ({', '.join(council_config.batching)}) is not available "
                           "inside inspect; set transport = \"sync\", or export the log and run council grade")

@@ -34,7 +34,8 @@ from council.protocol.panels import METHODOLOGY_VERSION
 from council.protocol.prompts import prompt_hashes
 from council.run.runner import _versions, provider_endpoint
 from council.scoring.scoring import row_verdict
-from council.store.runfolder import ITEMS, MANIFEST, ROWS, ArchiveIndex, RunFolder, dump_json, dump_line, iter_jsonl, run_path
+from council.store.runfolder import (ITEMS, MANIFEST, ROWS, ArchiveIndex, RunFolder, dump_json, dump_line, iter_jsonl,
+                                    run_path)
 
 SAMPLES = "inspect_samples.jsonl"  # sample uuid -> row id: which run folder a log's samples were graded in
 
@@ -197,8 +198,8 @@ def _open(runs_dir: Path, run_id: str, config: CouncilConfig, simulate: bool, pr
         manifest = RunManifest.model_validate(folder.read_json(MANIFEST))
         if manifest.simulated != simulate:  # never real vendors for a simulated run, nor the reverse
             how = "simulate=true" if manifest.simulated else "provider_url (its manifest records one)"
-            raise ConfigError(f"run {run_id} was graded {'by the embedded provider' if manifest.simulated else 'by real judges'}"
-                              f"; score it again with {how}, or pass another run_id")
+            graded_by = "by the embedded provider" if manifest.simulated else "by real judges"
+            raise ConfigError(f"run {run_id} was graded {graded_by}; score it again with {how}, or pass another run_id")
         config = CouncilConfig.recorded(manifest.config, manifest.judge_prompt_version)
         return Session(folder, config, manifest, manifest.simulated, provider_url or manifest.provider_url)
     if provider_url is not None:
@@ -210,7 +211,8 @@ def _open(runs_dir: Path, run_id: str, config: CouncilConfig, simulate: bool, pr
         backend="local", provider_url=provider_url, judge_prompt_version=config.judge.prompt_version,
         prompt_hashes=prompt_hashes(config.judge.prompt_version), methodology_version=METHODOLOGY_VERSION,
         bank_path="", responses_path="", dataset_fingerprint="", responses_fingerprint="", rows=0,
-        versions=_versions(), config=config.model_dump(mode="json"), sim_config=_sim_config(config) if simulate else None,
+        versions=_versions(), config=config.model_dump(mode="json"),
+        sim_config=_sim_config(config) if simulate else None,
     )
     folder.write_json(MANIFEST, manifest.model_dump(mode="json"))
     folder.write_state("running")
