@@ -111,7 +111,8 @@ def build_parser() -> argparse.ArgumentParser:
     est = command("estimate", "cost and quota-bound time T* of a run, --deliberate all vs disputed, without a call",
                   "What a run would send, cost and take, per vendor, without making a call (--pilot excepted): "
                   "votes, requests at the batch size the quotas would choose, tokens, cost at the config's prices "
-                  "(else the price table's), without and with a prompt cache, and T*, the time the tightest quota "
+                  "(else the price table's), without and with a prompt cache, at the chat rates and at the batch rates "
+                  "(`this run`: each vendor at its own transport's), and T*, the time the tightest chat quota "
                   "needs; for --deliberate all and, given the share of rows whose round one is unanimous "
                   "(--unanimity, or measured by --pilot), for --deliberate disputed. Without either, only `all` is "
                   "estimated: the unanimity rate depends on the bank, the responses and the judges, and a guessed "
