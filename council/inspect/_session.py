@@ -10,7 +10,9 @@ by an earlier process (an interrupted eval, ``inspect score`` on the same log ag
 archive holds; it is graded by the configuration its manifest recorded.
 
 A session belongs to the event loop it was opened on (its HTTP sessions and the embedded provider live
-there); another loop (a second ``eval()`` in the same process) opens its own on the same folder.
+there, and end with it: inspect tells a scorer nothing when the last sample is scored); another loop (a second
+``eval()`` in the same process) opens its own on the same folder. A row stopped by the budget or by a provider
+that cannot be used marks the run ``stopped`` (``state.json``), as ``council run`` does.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from council.core.errors import ConfigError, ProviderUnavailable
 from council.grading.budget import Budget, BudgetExhausted
 from council.grading.coordinator import Coordinator
 from council.grading.pools import LocalPool
-from council.grading.stop import StopControl, Stopped
+from council.grading.stop import StopControl
 from council.protocol.config import CouncilConfig
 from council.protocol.deliberation import Rule
 from council.protocol.panels import METHODOLOGY_VERSION
@@ -78,7 +80,7 @@ class Session:
         self.items = {i.id: i for i in iter_jsonl(folder.path / ITEMS, BankItem, missing_ok=True)}
         self._graded: dict[str, tuple[list[JudgeCallRecord], bool]] = {}
         self._started = asyncio.Lock()
-        self.issued = 0  # judge calls this session sent (votes served from the archive are not counted)
+        self._stopped: tuple[str, str] | None = None  # why this session's rows stopped being graded (the first)
 
     @property
     def run_id(self) -> str:
@@ -92,18 +94,19 @@ class Session:
         if self._sim is not None:  # the embedded provider's judges grade against what it is told of the row
             self._sim.truth.add_items([item])
             self._sim.truth.add(item.prompt, row.response, None, [row.model])
-        before = coordinator.issued
         stopped = None
         try:
             await coordinator.grade_row(row)
             records, refused = self._graded.pop(row.row_id)
-        except (BudgetExhausted, Stopped, ProviderUnavailable) as exc:  # the votes that did return are archived
+        except (BudgetExhausted, ProviderUnavailable) as exc:  # the votes that did return are archived
             stopped, records, refused = str(exc), [], False
-        self.issued += coordinator.issued - before
+            self._stopped = self._stopped or ("budget" if isinstance(exc, BudgetExhausted) else "error", stopped)
+            self.folder.write_state("stopped", *self._stopped)
         reason = self.folder.read_refused().get(row.row_id) if refused else None
         verdict = row_verdict(row, records, self.config.roster, self.config.self_exclusion, self.config.quorum,
                               deliberation=Rule.of(self.config), refused=refused, item=item)
-        self.folder.write_state("finished")  # every row handed to the run so far is through (rescore reads it)
+        if self._stopped is None:
+            self.folder.write_state("finished")  # every row handed to the run so far is through (rescore reads it)
         if self._sim is not None:
             self.folder.write_bytes("provider_stats.json", dump_json(await self._sim.stats()))
         return Graded(verdict, records, reason, self.run_id, stopped)
@@ -158,15 +161,6 @@ class Session:
 
     def _done(self, row: ResponseRow, records: list[JudgeCallRecord], refused: bool) -> None:
         self._graded[row.row_id] = (records, refused)
-
-    async def close(self) -> None:
-        """Stop the embedded provider and close the judges' connections (the folder stays as it is)."""
-        if self._pool is not None:
-            await self._pool.close()
-        if self._sim is not None:
-            await self._sim.close()
-        self.folder.close()
-
 
 def _append(path: Path, obj: dict) -> None:
     with open(path, "ab") as handle:

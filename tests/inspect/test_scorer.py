@@ -157,6 +157,7 @@ def test_an_interrupted_scoring_scored_again_completes_with_the_same_scores(tmp_
     assert {s.id: s.scores["council"].value for s in again.samples} == {
         s.id: s.scores["council"].value for s in log.samples}
     assert [p.name for p in runs.iterdir()] == [folder.name]
+    assert json.loads((folder / "state.json").read_text())["state"] == "finished"
 
 
 def test_without_inspect_the_message_says_what_to_install():
@@ -175,6 +176,8 @@ def test_samples_past_the_budget_are_unscored_not_incorrect(tmp_path):
         assert math.isnan(score.value) and score.reason == "grader_failed", score
         assert score.metadata["not_graded"] and "budget" in score.metadata["stopped"]
     assert {s.unscored_samples for s in log.results.scores} == {len(QUESTIONS)}  # counted by inspect, as unscored
+    (folder,) = (tmp_path / "runs").iterdir()
+    assert json.loads((folder / "state.json").read_text())["reason"] == "budget"
 
 
 def test_inspect_score_finds_the_scorer_of_an_installed_package(tmp_path):
