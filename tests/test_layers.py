@@ -34,6 +34,7 @@ ROOMS: list[tuple[str, tuple[str, ...]]] = [
     ("run", ("council.run",)),
     ("service", ("council.service",)),
     ("tools", ("council.tools",)),
+    ("inspect", ("council.inspect",)),  # the council as an inspect_ai scorer
     ("console", ("council.console",)),
     ("cli", ("council.cli",)),
 ]
@@ -42,7 +43,7 @@ LEVEL = {room: level for level, (room, _) in enumerate(ROOMS)}
 # Packages that only group rooms, imported by Python on the way to a room's module: a docstring and nothing else.
 GROUPING = ("council",)
 # Room packages whose __init__ is the room's public interface (its modules are private) rather than a docstring.
-INTERFACE_PACKAGES = ("council.sim", "council.importers")
+INTERFACE_PACKAGES = ("council.sim", "council.importers", "council.inspect")
 
 
 def source_files() -> dict[str, Path]:
