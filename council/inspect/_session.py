@@ -34,7 +34,7 @@ from council.protocol.config import CouncilConfig
 from council.protocol.deliberation import Rule
 from council.protocol.panels import METHODOLOGY_VERSION
 from council.protocol.prompts import prompt_hashes
-from council.run.runner import _versions, provider_endpoint
+from council.run.runner import package_versions, provider_endpoint
 from council.scoring.scoring import row_verdict
 from council.store.runfolder import (ITEMS, MANIFEST, ROWS, ArchiveIndex, RunFolder, dump_json, dump_line, iter_jsonl,
                                     run_path)
@@ -162,6 +162,7 @@ class Session:
     def _done(self, row: ResponseRow, records: list[JudgeCallRecord], refused: bool) -> None:
         self._graded[row.row_id] = (records, refused)
 
+
 def _append(path: Path, obj: dict) -> None:
     with open(path, "ab") as handle:
         handle.write(dump_line(obj))
@@ -205,7 +206,7 @@ def _open(runs_dir: Path, run_id: str, config: CouncilConfig, simulate: bool, pr
         backend="local", provider_url=provider_url, judge_prompt_version=config.judge.prompt_version,
         prompt_hashes=prompt_hashes(config.judge.prompt_version), methodology_version=METHODOLOGY_VERSION,
         bank_path="", responses_path="", dataset_fingerprint="", responses_fingerprint="", rows=0,
-        versions=_versions(), config=config.model_dump(mode="json"),
+        versions=package_versions(), config=config.model_dump(mode="json"),
         sim_config=_sim_config(config) if simulate else None,
     )
     folder.write_json(MANIFEST, manifest.model_dump(mode="json"))

@@ -125,7 +125,8 @@ def new_run_id() -> str:
     return dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
 
 
-def _versions() -> dict[str, str]:
+def package_versions() -> dict[str, str]:
+    """Python's and the main packages' versions, as a manifest records them."""
     out = {"python": sys.version.split()[0]}
     for dist in ("grading-council", "aiohttp", "ray", "pydantic", "numpy", "orjson", "structlog"):
         try:
@@ -183,7 +184,7 @@ async def run_council(
         prompt_hashes=prompt_hashes(req.config.judge.prompt_version), methodology_version=METHODOLOGY_VERSION, bank_path=str(req.bank),
         responses_path="" if req.models else str(req.responses), dataset_fingerprint=dataset_fingerprint(items),
         responses_fingerprint="" if req.models else info.fingerprint, rows=info.rows,
-        versions=_versions(), config=req.config.model_dump(mode="json"), sim_config=sim_config,
+        versions=package_versions(), config=req.config.model_dump(mode="json"), sim_config=sim_config,
         reuse_from=list(req.reuse_from), models=list(req.models), skipped_inputs=list(req.skipped_inputs),
         shards=req.shards, elicit_prompt_version=ELICIT_VERSION if req.models else None, elicit_prompt_hash=ELICIT_HASH if req.models else None,
         price_table=PRICE_TABLE, prices={m: _dumped(p) for m, p in req.config.prices(req.models).items()},
