@@ -69,15 +69,35 @@ def inspect_logs(tmp_path_factory) -> dict[str, Any]:
     return {"inspect_ai": written["inspect_ai"], **{k: Path(v) for k, v in written["logs"].items()}}
 
 
+# Read in a fresh interpreter: another test of this process (the council's inspect scorer) may have imported
+# inspect_ai, which teaches zipfile to read Zstandard members and would hide an importer that needs it to.
+_WITHOUT_INSPECT = """
+import json, sys, zipfile
+import bank
+from council.importers import import_responses
+path = sys.argv[1]
+with zipfile.ZipFile(path) as archive:
+    member = archive.getinfo("samples/2_epoch_2.json")
+    try:
+        archive.read(member)
+        stdlib = "read"
+    except NotImplementedError as exc:
+        stdlib = str(exc)
+rows = import_responses(path, "inspect", items=bank.load_bank(bank.SAMPLE_BANK), match_prompt=True).rows
+print(json.dumps({"compress_type": member.compress_type, "stdlib": stdlib, "rows": [r.row_id for r in rows],
+                  "inspect_ai": "inspect_ai" in sys.modules}))
+"""
+
+
 def test_the_logs_are_what_the_tools_write(inspect_logs):
     """What broke the importers: zstd members, NaN, integer ids, two epochs, content parts, an error."""
-    assert "inspect_ai" not in sys.modules  # this process reads the logs without inspect's zipfile patch
-    with zipfile.ZipFile(inspect_logs["plain-eval"]) as archive:
-        member = archive.getinfo("samples/2_epoch_2.json")
-        assert member.compress_type == 93  # Zstandard
-        if not hasattr(zipfile, "ZIP_ZSTANDARD"):  # Python < 3.14 reads no zstd member by itself
-            with pytest.raises(NotImplementedError, match="compression method is not supported"):
-                archive.read(member)
+    done = subprocess.run([sys.executable, "-c", _WITHOUT_INSPECT, str(inspect_logs["plain-eval"])],
+                          capture_output=True, text=True, timeout=120, check=True)
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["compress_type"] == 93 and not seen["inspect_ai"]  # Zstandard, read without inspect's zipfile patch
+    if not hasattr(zipfile, "ZIP_ZSTANDARD"):  # Python < 3.14 reads no zstd member by itself
+        assert "compression method is not supported" in seen["stdlib"]
+    assert seen["rows"] == [row for row, _, _ in expected_rows(PLAIN_MODEL)]
     data = inspect_logs["plain-json"].read_bytes()
     with pytest.raises(orjson.JSONDecodeError):
         orjson.loads(data)

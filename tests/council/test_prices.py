@@ -138,8 +138,11 @@ def test_prompt_tokens_the_provider_served_from_its_cache_cost_the_cache_read_ra
     assert cached and all(r["usage"]["cached_tokens"] % 128 == 0 for r in cached)
     for r in records:
         assert r["cost_usd"] == pytest.approx(paid(r, manifest["prices"][r["judge_model"]]), rel=1e-6, abs=1e-9)
-    price = manifest["prices"][cached[0]["judge_model"]]
-    assert price["cache_read_mtok"] < price["input_mtok"]  # so the cached tokens were paid for at less
+    # Some judge's price has a cache-read rate below its input rate, so its cached tokens were paid for at less
+    # (a price without one, e.g. one the table sells through OpenRouter only, pays them at the input rate).
+    discounted = [r for r in cached if (manifest["prices"][r["judge_model"]]["cache_read_mtok"] or 1e9)
+                  < manifest["prices"][r["judge_model"]]["input_mtok"]]
+    assert discounted, {r["judge_model"] for r in cached}
 
 
 def test_a_hand_worked_vote_with_cached_tokens():
