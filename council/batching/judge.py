@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Callable
 from typing import Any
 
 from council.batching.api import BatchApi
 from council.batching.journal import Journal
-from council.batching.sender import BatchSender
+from council.batching.sender import BatchSender, BatchStats
 from council.core.schema import JudgeCallRecord, MemberSpec, Usage
 from council.protocol.config import BatchSettings, JudgeParams, VendorSettings
 from council.protocol.prompts import repair_messages
@@ -31,20 +30,20 @@ from council.transport.wire import Reply
 class BatchJudge:
     def __init__(self, member: MemberSpec, params: JudgeParams, api: BatchApi, journal: Journal, *,
                  settings: VendorSettings, batch: BatchSettings, prices: tuple[float, ...],
-                 fallback: Judge | None = None, on_status: Callable[[], None] | None = None) -> None:
+                 fallback: Judge | None = None) -> None:
         self.member = member
         self.params = params
         self.prices = prices
         self.fallback = fallback
         self.sender = BatchSender(member.vendor, member.judge_model, params.temperature, api, journal,
-                                  settings=settings, batch=batch, fallback=fallback, on_status=on_status)
+                                  settings=settings, batch=batch, fallback=fallback)
 
     @property
     def vendor(self) -> str:
         return self.member.vendor
 
     @property
-    def stats(self):  # noqa: ANN201 - the sender's BatchStats
+    def stats(self) -> BatchStats:
         return self.sender.stats
 
     def submit(self, task: JudgeTask) -> asyncio.Future[JudgeCallRecord]:

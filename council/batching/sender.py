@@ -81,8 +81,7 @@ class BatchStats:
 
 class BatchSender:
     def __init__(self, vendor: str, model: str, temperature: float, api: BatchApi, journal: Journal, *,
-                 settings: VendorSettings, batch: BatchSettings, fallback: Judge | None = None,
-                 on_status: Callable[[], None] | None = None) -> None:
+                 settings: VendorSettings, batch: BatchSettings, fallback: Judge | None = None) -> None:
         self.vendor = vendor
         self.model = model
         self.temperature = temperature
@@ -91,7 +90,6 @@ class BatchSender:
         self.settings = settings
         self.batch = batch
         self.fallback = fallback
-        self.on_status = on_status
         self.stats = BatchStats()
         self._wants: dict[str, _Want] = {}
         self._queued: dict[str, _Want] = {}  # to go in the next batch, in order
@@ -360,8 +358,6 @@ class BatchSender:
             _log.info("batch.submitted", vendor=self.vendor, batch_id=batch_id, requests=len(keys), tokens=tokens)
             self._poke.set()
         self.journal.write_status()
-        if self.on_status is not None:
-            self.on_status()
 
     async def _not_made(self, entry: BatchEntry, wants: list[_Want], *, pause: bool) -> None:
         """A batch the provider did not make: its requests go first into the next one, after a pause that grows
@@ -410,8 +406,6 @@ class BatchSender:
                 continue
             await asyncio.gather(*(self._poll_one(o) for o in due))
             self.journal.write_status()
-            if self.on_status is not None:
-                self.on_status()
 
     async def _poll_one(self, one: _Open) -> None:
         entry = one.entry
