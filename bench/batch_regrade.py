@@ -52,7 +52,7 @@ import orjson
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.run_scale import SAMPLE_BANK, make_responses, start_sim, stop_sim  # noqa: E402
+from bench.run_scale import SAMPLE_BANK, make_responses, start_sim, status_bytes, stop_sim  # noqa: E402
 
 # vendor: (rpm, tpm), on the provider and in the council's config alike: a paid tier's limits, of the order the
 # providers publish. At 20,000 rows each vendor's synchronous share is about 5,450 chat calls (up to 8 rows a call) and
@@ -88,14 +88,6 @@ def council_config(mode: str, deliberate: str):
                          batch=BatchSettings(flush_s=1.0, poll_s=5.0))
 
 
-def _status_bytes(field: str) -> int:
-    with open("/proc/self/status") as handle:
-        for line in handle:
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) * 1024
-    return 0
-
-
 def archived_votes(folder: Path) -> tuple[int, int, float]:
     """Records in the run folder's vote archives, those that are errors, and the sum of their ``cost_usd``."""
     from council.store import archive
@@ -126,7 +118,7 @@ def child(mode: str, deliberate: str, responses: str, url: str, runs_dir: str, o
     votes, errors, cost = archived_votes(result.run_dir)
     figures = {
         "mode": mode, "rows": result.summary["rows_total"], "complete": result.complete,
-        "not_graded_rows": result.not_graded, "seconds": round(seconds, 3), "peak_rss_bytes": _status_bytes("VmHWM"),
+        "not_graded_rows": result.not_graded, "seconds": round(seconds, 3), "peak_rss_bytes": status_bytes("VmHWM"),
         "votes_archived": votes, "error_records": errors, "judge_cost_usd": round(cost, 6),
         "summary_cost_usd": result.summary["cost_usd"], "cost_by_vendor_usd": result.summary["cost_by_vendor_usd"],
         "run_dir": str(result.run_dir),

@@ -105,7 +105,8 @@ def stop_sim(proc: subprocess.Popen[str]) -> None:
             proc.wait()
 
 
-def _status_bytes(field: str) -> int:
+def status_bytes(field: str) -> int:
+    """A memory field of /proc/self/status (VmRSS, VmHWM) in bytes."""
     with open("/proc/self/status") as handle:
         for line in handle:
             if line.startswith(field + ":"):
@@ -127,7 +128,7 @@ def child(responses: str, url: str, runs_dir: str, out: str, compress: str) -> N
     archive = sum(p.stat().st_size for p in folder.iterdir() if p.is_file())
     rows = result.summary["rows_total"]
     figures = {
-        "rows": rows, "peak_rss_bytes": _status_bytes("VmHWM"), "seconds": round(seconds, 3),
+        "rows": rows, "peak_rss_bytes": status_bytes("VmHWM"), "seconds": round(seconds, 3),
         "votes": result.issued + result.served_from_archive, "issued": result.issued,
         "not_graded_rows": result.not_graded, "archive_bytes": archive,
         "archive_bytes_per_row": round(archive / max(1, rows), 1),

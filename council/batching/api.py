@@ -29,7 +29,8 @@ import orjson
 from council.core.errors import ProviderError, ProviderUnavailable
 from council.protocol.config import Endpoint
 from council.transport.batch_formats import (
-    BatchOutcome, BatchRequest, anthropic_batches, openai_files, read_anthropic_results, read_openai_results,
+    ANTHROPIC_MAX_REQUESTS, OPENAI_MAX_LINES, BatchOutcome, BatchRequest, anthropic_batches, openai_files,
+    read_anthropic_results, read_openai_results,
 )
 from council.transport.client import RETRYABLE_STATUS, one_line, safe_url
 from council.transport.wire import wire_for
@@ -170,17 +171,29 @@ class _Http:
         return data
 
 
-class OpenAIBatches:
+class _Batches:
+    """What both APIs' clients share: the session, the cache breakpoints of the bodies, the requests per batch
+    (``max_requests``, or the API's own limit ``most``)."""
+
+    api: str
+    most: int
+
+    def __init__(self, endpoint: Endpoint, vendor: str, *, cache_breakpoints: bool = False, max_requests: int = 0,
+                 seed: int = 0) -> None:
+        self.http = _Http(endpoint, self.api, vendor, seed)
+        self.cache_breakpoints = cache_breakpoints
+        self.max_requests = max_requests or self.most
+
+    async def close(self) -> None:
+        await self.http.close()
+
+
+class OpenAIBatches(_Batches):
     """OpenAI's Batch API: an input file uploaded (``purpose=batch``), a batch created on it (``completion_window``
     24h, our id in its ``metadata``), polled, and its output and error files read."""
 
     api = "openai"
-
-    def __init__(self, endpoint: Endpoint, vendor: str, *, cache_breakpoints: bool = False, max_requests: int = 0,
-                 seed: int = 0) -> None:
-        self.http = _Http(endpoint, "openai", vendor, seed)
-        self.cache_breakpoints = cache_breakpoints
-        self.max_requests = max_requests or 50_000
+    most = OPENAI_MAX_LINES
 
     def pack(self, requests: Iterable[BatchRequest]) -> list[Packed]:
         return [Packed(f.model, f.content, f.custom_ids)
@@ -235,20 +248,12 @@ class OpenAIBatches:
                 return batch["id"]
         return None
 
-    async def close(self) -> None:
-        await self.http.close()
 
-
-class AnthropicBatches:
+class AnthropicBatches(_Batches):
     """Anthropic's Message Batches: requests inline (``custom_id`` + ``params``), polled, results read as JSONL."""
 
     api = "anthropic"
-
-    def __init__(self, endpoint: Endpoint, vendor: str, *, cache_breakpoints: bool = False, max_requests: int = 0,
-                 seed: int = 0) -> None:
-        self.http = _Http(endpoint, "anthropic", vendor, seed)
-        self.cache_breakpoints = cache_breakpoints
-        self.max_requests = max_requests or 100_000
+    most = ANTHROPIC_MAX_REQUESTS
 
     def pack(self, requests: Iterable[BatchRequest]) -> list[Packed]:
         requests = list(requests)
@@ -298,9 +303,6 @@ class AnthropicBatches:
                     and self._polled(batch).counts["total"] == count):
                 return batch["id"]
         return None
-
-    async def close(self) -> None:
-        await self.http.close()
 
 
 BatchApi = OpenAIBatches | AnthropicBatches

@@ -141,16 +141,21 @@ class Coordinator:
         workers: set[asyncio.Task[None]] = set()
         ended = asyncio.get_running_loop().create_future()
         limit = self.config.in_flight
+        running = 0
 
         def start() -> None:
+            nonlocal running
             task = asyncio.create_task(worker())
             workers.add(task)
+            running += 1
             task.add_done_callback(finished)
 
         def finished(task: asyncio.Task[None]) -> None:
+            nonlocal running
+            running -= 1
             if not task.cancelled() and task.exception() is not None and not ended.done():
                 ended.set_exception(task.exception())
-            if all(w.done() for w in workers) and not ended.done():
+            if not running and not ended.done():
                 ended.set_result(None)
 
         async def worker() -> None:

@@ -7,6 +7,7 @@ metadata). The samples the council could not grade are unscored, which inspect c
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 from inspect_ai.scorer import Metric, SampleScore, metric
@@ -30,23 +31,23 @@ def _votes(scores: list[SampleScore]) -> np.ndarray:
     return out
 
 
-@metric(name="grading_council/agreement_lift", scores="unreduced")
-def agreement_lift() -> Metric:
-    """Mean agreement of the members in round two minus round one, over the samples that deliberated (NaN: none)."""
+def _over_votes(figure: Callable[[np.ndarray], float]) -> Metric:
+    """A metric computing ``figure`` on the scores' vote arrays (NaN when no sample deliberated)."""
 
     def compute(scores: list[SampleScore]) -> float:
         votes = _votes(scores)
-        return agg.agreement_lift(votes) if len(votes) else math.nan
+        return figure(votes) if len(votes) else math.nan
 
     return compute
+
+
+@metric(name="grading_council/agreement_lift", scores="unreduced")
+def agreement_lift() -> Metric:
+    """Mean agreement of the members in round two minus round one, over the samples that deliberated (NaN: none)."""
+    return _over_votes(agg.agreement_lift)
 
 
 @metric(name="grading_council/deliberation_impact", scores="unreduced")
 def deliberation_impact() -> Metric:
     """Share of the samples that deliberated on which some member changed its verdict in round two (NaN: none)."""
-
-    def compute(scores: list[SampleScore]) -> float:
-        votes = _votes(scores)
-        return agg.deliberation_impact(votes) if len(votes) else math.nan
-
-    return compute
+    return _over_votes(agg.deliberation_impact)

@@ -483,12 +483,17 @@ async def _slow_reply(store: BatchStore) -> None:
         await asyncio.sleep(store.st.config.batch_reply_delay_s)
 
 
-def _openai_batch(request: web.Request) -> _Batch | web.Response:
-    store = _openai_store(request)
+def _batch_of(request: web.Request, store: BatchStore | web.Response, api: str) -> _Batch | web.Response | None:
+    """The batch of ``api`` the path names (None: no such batch), or the store's refusal of the request."""
     if isinstance(store, web.Response):
         return store
     b = store.batches.get(request.match_info["batch_id"])
-    if b is None or b.api != "openai":
+    return b if b is not None and b.api == api else None
+
+
+def _openai_batch(request: web.Request) -> _Batch | web.Response:
+    b = _batch_of(request, _openai_store(request), "openai")
+    if b is None:
         return _error(404, f"No batch found with id '{request.match_info['batch_id']}'.", "invalid_request_error",
                       None, "batch_id")
     return b
@@ -597,11 +602,8 @@ async def _create_message_batch(request: web.Request) -> web.Response:
 
 
 def _message_batch(request: web.Request) -> _Batch | web.Response:
-    store = _anthropic_store(request)
-    if isinstance(store, web.Response):
-        return store
-    b = store.batches.get(request.match_info["batch_id"])
-    if b is None or b.api != "anthropic":
+    b = _batch_of(request, _anthropic_store(request), "anthropic")
+    if b is None:
         return refusal(404, "not_found_error", f"message_batch: {request.match_info['batch_id']}")
     return b
 
