@@ -31,7 +31,7 @@ def _no_report_at_run_end(request, monkeypatch):
     runs that is minutes. Tests marked ``report_at_end`` keep it (they test it); the report's own tests call
     ``write_report`` themselves."""
     if request.node.get_closest_marker("report_at_end") is None:
-        monkeypatch.setattr("council.run.runner._write_report", lambda run_dir, log: None)
+        monkeypatch.setattr("council.run.runner.report_at_end", lambda run_dir, log: None)
         monkeypatch.setenv("COUNCIL_NO_REPORT", "1")  # the command lines a test runs in child processes too
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from inspect_ai.log._samples import sample_active
 from inspect_ai.scorer import CORRECT, INCORRECT, Score, Scorer, Target, accuracy, scorer, stderr
 from inspect_ai.solver import TaskState
 from pydantic import ValidationError
@@ -18,6 +19,7 @@ from pydantic import ValidationError
 from council.core.errors import ConfigError, CouncilError
 from council.core.schema import BankItem, ResponseRow
 from council.inspect._explain import describe, explanation
+from council.inspect._hooks import register
 from council.inspect._metrics import agreement_lift, deliberation_impact
 from council.inspect._runs import RunChooser
 from council.inspect._session import SampleConflict, session
@@ -69,6 +71,7 @@ def council(
         raise ConfigError(f"council(): the batch transport ({', '.join(council_config.batching)}) is not available "
                           "inside inspect; set transport = \"sync\", or export the log and run council grade")
     runs = RunChooser(Path(runs_dir), run_id)
+    register()  # the hook that writes the run's results when the eval's task ends
 
     async def score(state: TaskState, target: Target) -> Score:
         model = str(state.model)
@@ -78,10 +81,11 @@ def council(
                                   metadata={"actor": model})
         assert item is not None and row is not None
         chosen = runs.choose(state.uuid)
+        active = sample_active()
         try:
             run = await session(Path(runs_dir), chosen, council_config, simulate=simulated,
                                 provider_url=provider_url)
-            graded = await run.grade(item, row, state.uuid)
+            graded = await run.grade(item, row, state.uuid, active.eval_id if active is not None else None)
         except SampleConflict as exc:
             return Score.unscored(reason="scoring_failed", explanation=str(exc), answer=row.response,
                                   metadata={"actor": model, "run_id": chosen, "row_id": row.row_id})

@@ -10,15 +10,23 @@ by an earlier process (an interrupted eval, ``inspect score`` on the same log ag
 archive holds; it is graded by the configuration its manifest recorded.
 
 A session belongs to the event loop it was opened on (its HTTP sessions and the embedded provider live
-there, and end with it: inspect tells a scorer nothing when the last sample is scored); another loop (a second
-``eval()`` in the same process) opens its own on the same folder. A row stopped by the budget or by a provider
-that cannot be used marks the run ``stopped`` (``state.json``), as ``council run`` does.
+there); another loop (a second ``eval()`` in the same process) opens its own on the same folder. A row stopped
+by the budget or by a provider that cannot be used marks the run ``stopped`` (``state.json``), as ``council
+run`` does.
+
+When an eval's task ends (inspect's ``on_task_end`` hook, :mod:`council.inspect._hooks`), the run folders its
+samples went to get what every run ends with: ``verdicts.jsonl``, ``summary.json`` (agreement,
+deliberation_impact, bootstrap intervals), the score tables and ``report.html``; a session no running eval uses
+any more is then closed. ``inspect score`` runs no hooks and tells a scorer nothing when the last sample is
+scored, so the sessions still holding rows without results get theirs when the process exits.
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import datetime as dt
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,8 +42,9 @@ from council.protocol.config import CouncilConfig
 from council.protocol.deliberation import Rule
 from council.protocol.panels import METHODOLOGY_VERSION
 from council.protocol.prompts import prompt_hashes
-from council.run.runner import package_versions, provider_endpoint
-from council.scoring.scoring import row_verdict
+from council.core import logs
+from council.run.runner import package_versions, provider_endpoint, report_at_end
+from council.scoring.scoring import rescore, row_verdict
 from council.store.runfolder import (ITEMS, MANIFEST, ROWS, ArchiveIndex, RunFolder, dump_json, dump_line, iter_jsonl,
                                     run_path)
 
@@ -81,15 +90,21 @@ class Session:
         self._graded: dict[str, tuple[list[JudgeCallRecord], bool]] = {}
         self._started = asyncio.Lock()
         self._stopped: tuple[str, str] | None = None  # why this session's rows stopped being graded (the first)
+        self.evals: set[str] = set()  # the evals whose samples this session grades, until each task ends
+        self.unsummarised = False  # rows graded since the run's results were last written
 
     @property
     def run_id(self) -> str:
         return self.folder.path.name
 
-    async def grade(self, item: BankItem, row: ResponseRow, sample_uuid: str | None) -> Graded:
-        """Grade ``row`` (an answer to ``item``) through both rounds; a row already graded in this folder is
-        served from its archive."""
+    async def grade(self, item: BankItem, row: ResponseRow, sample_uuid: str | None, eval_id: str | None = None
+                    ) -> Graded:
+        """Grade ``row`` (an answer to ``item``, a sample of eval ``eval_id``) through both rounds; a row already
+        graded in this folder is served from its archive."""
+        if eval_id:
+            self.evals.add(eval_id)
         self._admit(item, row, sample_uuid)
+        self.unsummarised = True
         coordinator = await self._coordinator(row)
         if self._sim is not None:  # the embedded provider's judges grade against what it is told of the row
             self._sim.truth.add_items([item])
@@ -110,6 +125,22 @@ class Session:
         if self._sim is not None:
             self.folder.write_bytes("provider_stats.json", dump_json(await self._sim.stats()))
         return Graded(verdict, records, reason, self.run_id, stopped)
+
+    def write_results(self) -> None:
+        """What ``council run`` writes at its end, from the folder alone: verdicts, summary, tables, report."""
+        self.unsummarised = False
+        summary = rescore(self.folder)
+        if os.environ.get("COUNCIL_NO_REPORT", "") in ("", "0"):
+            report_at_end(self.folder.path, _log)
+        _log.info("inspect.results", run_id=self.run_id, rows=summary["rows_total"], state=summary["state"]["state"])
+
+    async def close(self) -> None:
+        """Close the judges' HTTP sessions and stop the embedded provider (a later sample opens a new session)."""
+        if self._pool is not None:
+            await self._pool.close()
+        if self._sim is not None:
+            await self._sim.close()
+        self.folder.close()
 
     def _admit(self, item: BankItem, row: ResponseRow, sample_uuid: str | None) -> None:
         """Enter the row (and its item) in the run folder, unless it is there already with the same content."""
@@ -170,6 +201,32 @@ def _append(path: Path, obj: dict) -> None:
 
 _sessions: dict[tuple[Path, int], Session] = {}  # (run folder, event loop) -> its session
 _locks: dict[int, asyncio.Lock] = {}  # one per event loop: a lock belongs to the loop it first waits on
+_log = logs.get_logger("council.inspect")
+
+
+async def end_of_eval(eval_id: str) -> None:
+    """The results of every run folder eval ``eval_id`` graded into; the sessions no other eval of this loop
+    still uses are closed."""
+    loop = id(asyncio.get_running_loop())
+    for key, found in list(_sessions.items()):
+        if key[1] != loop or eval_id not in found.evals:
+            continue
+        found.evals.discard(eval_id)
+        if not found.evals:
+            del _sessions[key]
+            await found.close()
+        await asyncio.to_thread(found.write_results)
+
+
+@atexit.register
+def _at_exit() -> None:
+    """``inspect score`` (no hooks, no end of scoring said): the results of the runs that still lack them."""
+    for found in list(_sessions.values()):
+        if found.unsummarised:
+            try:
+                found.write_results()
+            except Exception as exc:  # noqa: BLE001 - the votes are archived; ``council rescore RUN`` writes them
+                _log.warning("inspect.results_failed", run_id=found.run_id, error=f"{type(exc).__name__}: {exc}")
 
 
 async def session(runs_dir: Path, run_id: str, config: CouncilConfig, *, simulate: bool,

@@ -365,7 +365,7 @@ async def _drive_logged(
         hooks.report(folder.path)
     else:
         with timings.phase("report"):
-            _write_report(folder.path, log)
+            report_at_end(folder.path, log)
     log.info("run.done", seconds=round(seconds, 3), rows=outcome.rows or info.rows, issued=outcome.issued,
              served_from_archive=outcome.served_from_archive, spent_usd=round(summary["cost_usd"], 6),
              state=summary["state"]["state"], reason=stop.reason, abandoned=outcome.abandoned,
@@ -563,7 +563,7 @@ def warm_anonymiser(config: CouncilConfig, names: Iterable[str], stop: StopContr
     round_two_anonymiser(config, names, stopped=lambda: stop.requested)
 
 
-def _write_report(run_dir: Path, log: Any) -> None:
+def report_at_end(run_dir: Path, log: Any) -> None:
     """``report.html`` at the end of every run; a report that cannot be written is a warning, never a failed run
     (the results are already in the folder, and ``council report RUN`` writes it again)."""
     from council.report.page import write_report

@@ -28,7 +28,7 @@ from inspect_ai.scorer import match
 from inspect_ai.solver import generate
 
 from tests.council.test_crash_resume import archived_calls
-from tests.inspect.test_scorer import billed, inspect_score
+from tests.inspect.test_scorer import billed, inspect_score, verdicts
 
 SAMPLES = 20  # 100 round-one votes of the five default judges, and round two of the disputed samples
 QUESTIONS = {f"s{i}": (f"What is {i} times 3?", str(3 * i)) for i in range(1, SAMPLES + 1)}
@@ -113,3 +113,4 @@ def test_a_killed_inspect_score_run_again_completes_with_the_same_scores(tmp_pat
     # nothing the archive held (and re-asked the calls that were in flight, billed but unarchived, at the kill).
     assert billed(tmp_path / "whole") == archived_calls(whole)[0]
     assert billed(runs) == archived_calls(whole)[0] - held
+    assert verdicts(folder) == verdicts(whole)  # the results, written as the second command exited

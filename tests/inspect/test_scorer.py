@@ -10,6 +10,8 @@ import os
 import shutil
 import subprocess
 import sys
+import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -23,8 +25,10 @@ from inspect_ai.solver import TaskState, generate
 import council as council_package
 from council.core.errors import ConfigError
 from council.inspect import council
+from council.inspect._session import _sessions
 from council.scoring.scoring import rescore
 from council.store.runfolder import RunFolder
+from tests.council.test_failures import free_port
 
 QUESTIONS = {f"q{i}": (f"What is {i} + {i}?", str(2 * i)) for i in range(1, 5)}
 
@@ -69,10 +73,43 @@ def test_every_sample_of_an_eval_has_a_council_score(tmp_path):
     metrics = {m: v.value for s in log.results.scores for m, v in s.metrics.items()}
     assert not math.isnan(metrics["accuracy"]) and set(metrics) >= {"agreement_lift", "deliberation_impact"}
     assert {s.unscored_samples for s in log.results.scores} == {0}
+    assert verdicts(folder) == consensus(log)  # written when the task ended, as a run writes them at its end
+    assert json.loads((folder / "summary.json").read_text())["complete"]
+    assert folder.resolve() not in {path for path, _ in _sessions}  # its judges and provider closed with the task
+    before = (folder / "verdicts.jsonl").read_bytes()
     rescore(RunFolder.open(folder))  # the run scored from its archive alone, as ``council rescore`` does
-    verdicts = {v["row_id"]: v["consensus"] for v in map(json.loads, (folder / "verdicts.jsonl").read_text().splitlines())}
-    assert verdicts == {s.scores["council"].metadata["row_id"]: s.scores["council"].metadata["consensus"]
-                        for s in log.samples}
+    assert (folder / "verdicts.jsonl").read_bytes() == before
+
+
+def verdicts(folder: Path) -> dict[str, str | None]:
+    return {v["row_id"]: v["consensus"] for v in map(json.loads, (folder / "verdicts.jsonl").read_text().splitlines())}
+
+
+def consensus(log) -> dict[str, str | None]:  # noqa: ANN001
+    return {s.scores["council"].metadata["row_id"]: s.scores["council"].metadata["consensus"] for s in log.samples}
+
+
+@pytest.mark.report_at_end
+def test_the_eval_metrics_are_the_run_summary(tmp_path):
+    """The council's inspect metrics, computed by inspect from the scores, equal the figures of the run's own
+    ``summary.json`` (written when the task ended): on samples that differ (half answered right, every one
+    deliberated), where some member changes its verdict in round two."""
+    from tests.inspect.test_interrupt import QUESTIONS as MANY, half_right
+
+    logs = eval(Task(dataset=[Sample(input=q, target=a, id=i) for i, (q, a) in MANY.items()], solver=generate(),
+                     scorer=council(simulate=True, runs_dir=str(tmp_path / "runs"), deliberate="all")),
+                model=get_model("mockllm/model", custom_outputs=half_right), log_dir=str(tmp_path / "logs"),
+                display="none")
+    log = read_eval_log(logs[0].location)
+    (folder,) = (tmp_path / "runs").iterdir()
+    summary = json.loads((folder / "summary.json").read_text())
+    metrics = {m: v.value for s in log.results.scores for m, v in s.metrics.items()}
+    assert summary["deliberation"]["rows_deliberated"] == len(MANY)
+    assert summary["deliberation_impact"] > 0 and summary["agreement_lift"] != 0  # figures that could differ
+    assert metrics["deliberation_impact"] == pytest.approx(summary["deliberation_impact"], abs=1e-12)
+    assert metrics["agreement_lift"] == pytest.approx(summary["agreement_lift"], abs=1e-12)
+    assert metrics["accuracy"] == pytest.approx(summary["models"]["mockllm/model"]["score"], abs=1e-12)
+    assert (folder / "report.html").stat().st_size > 10_000  # the run's report, drawn when the task ended
 
 
 def test_each_epoch_is_a_row_of_its_own(tmp_path):
@@ -120,6 +157,26 @@ def billed(runs: Path) -> int:
     return sum(v["billed"] for v in stats["vendors"].values())
 
 
+def served_by_inspect_view(log: Path, env: dict[str, str]) -> dict:
+    """The log as ``inspect view`` (the real command, on 127.0.0.1) hands it to its viewer."""
+    port = free_port()
+    view = subprocess.Popen([sys.executable, "-m", "inspect_ai", "view", "--host", "127.0.0.1", "--port", str(port),
+                             "--log-dir", str(log.parent)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        url = f"http://127.0.0.1:{port}/api/logs/{log}"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(url, timeout=10) as reply:
+                    return json.loads(reply.read())
+            except OSError:
+                assert view.poll() is None and time.monotonic() < deadline, view.stderr.read() if view.stderr else ""
+                time.sleep(0.1)
+    finally:
+        view.terminate()
+        view.wait(timeout=30)
+
+
 @pytest.mark.parametrize("log_format", ["eval", "json"])
 def test_inspect_score_regrades_a_log_and_pays_nothing_the_second_time(tmp_path, log_format):
     log = run_eval(match(), "mockllm/model", tmp_path / "logs", log_format=log_format)
@@ -133,6 +190,12 @@ def test_inspect_score_regrades_a_log_and_pays_nothing_the_second_time(tmp_path,
     scores = {s.id: s.scores["council"] for s in first.samples}
     assert all(s.value in ("C", "I") for s in scores.values()) and "match" in first.samples[0].scores
     assert billed(runs) > 0
+    (folder,) = runs.iterdir()  # its results written as the command exited (``inspect score`` runs no hooks)
+    assert verdicts(folder) == consensus(first) and json.loads((folder / "summary.json").read_text())["complete"]
+    viewed = served_by_inspect_view(path, env)
+    assert {s["id"]: s["scores"]["council"]["value"] for s in viewed["samples"]} == {i: s.value for i, s in scores.items()}
+    assert {m["name"] for r in viewed["results"]["scores"] for m in r["metrics"].values()} >= {
+        "accuracy", "grading_council/agreement_lift", "grading_council/deliberation_impact"}
     inspect_score(path, runs, env, "overwrite")
     second = read_eval_log(str(path))
     assert billed(runs) == 0  # every vote came from the archive of the same run
