@@ -16,14 +16,15 @@ from inspect_ai.scorer import CORRECT, INCORRECT, Score, Scorer, Target, accurac
 from inspect_ai.solver import TaskState
 from pydantic import ValidationError
 
-from council.core.errors import ConfigError, CouncilError
-from council.core.schema import BankItem, ResponseRow
+from council.core.errors import ConfigError, CouncilError, UnknownVendorError
+from council.core.schema import BankItem, MemberSpec, ResponseRow
+from council.core.vendors import vendor_of
 from council.inspect._explain import describe, explanation
 from council.inspect._hooks import register
 from council.inspect._metrics import agreement_lift, deliberation_impact
 from council.inspect._runs import RunChooser
 from council.inspect._session import SampleConflict, session
-from council.protocol.config import validation_problems
+from council.protocol.config import CouncilConfig, validation_problems
 from council.protocol.configfile import load_config
 from council.run.runner import check_budget
 
@@ -38,6 +39,9 @@ def council(
     deliberate: str | None = None,
     quorum: int | str | None = None,
     seed: int | str | None = None,
+    judges: list[str] | str | None = None,
+    reserves: list[str] | str | None = None,
+    rubric: list[str] | str | None = None,
     runs_dir: str = "runs",
     run_id: str | None = None,
 ) -> Scorer:
@@ -57,6 +61,12 @@ def council(
       deliberate: `"disputed"` (round two only where round one is disputed, the default) or `"all"`.
       quorum: Valid round-two votes a consensus needs (else the sample is flagged no_quorum and unscored).
       seed: Seed of the panel's letter order, the deliberation audit and the embedded provider.
+      judges: The council's judge models, one per vendor (`-S judges=anthropic/claude-sonnet-4.5,openai/gpt-5`);
+        default: the config's roster.
+      reserves: Judge models that sit in only where self-exclusion emptied a seat; default: the roster's
+        reserves of other vendors than the judges' (`-S reserves=` for none).
+      rubric: What a correct answer must do, for every sample without a `rubric` in its metadata; default: the
+        council's generic rubric.
       runs_dir: Folder of the council's run folders.
       run_id: The run folder to grade into. Defaults to the run that already graded these samples (so
         `inspect score` on the same log again reuses its archived votes), else `inspect-<eval id>`.
@@ -64,8 +74,11 @@ def council(
     simulated = _flag(simulate, "simulate")
     if not simulated and provider_url is None:
         raise ConfigError("council(): pass simulate=true (the embedded provider) or provider_url=URL")
-    council_config = _config(config, deliberate=deliberate, quorum=_number(quorum, "quorum"),
-                             seed=_number(seed, "seed"))
+    overrides = {"deliberate": deliberate, "quorum": _number(quorum, "quorum"), "seed": _number(seed, "seed")}
+    council_config = _config(config, **overrides)
+    if judges is not None or reserves is not None:  # seats of the models named, on the config's other settings
+        council_config = _config(config, **overrides, roster=_roster(judges, reserves, council_config))
+    default_rubric = _text(rubric)
     check_budget(council_config, [])  # a budget is only a bound if every judge has a price
     if council_config.batching:  # its votes wait on batches a process of inspect's does not keep open
         raise ConfigError(f"council(): the batch transport ({', '.join(council_config.batching)}) is not available "
@@ -75,7 +88,7 @@ def council(
 
     async def score(state: TaskState, target: Target) -> Score:
         model = str(state.model)
-        item, row, problem = _sample(state, target, council_config.vendor_map)
+        item, row, problem = _sample(state, target, council_config.vendor_map, default_rubric)
         if problem is not None:
             return Score.unscored(reason=problem[0], explanation=problem[1], answer=state.output.completion,
                                   metadata={"actor": model})
@@ -100,7 +113,7 @@ def council(
     return score
 
 
-def _sample(state: TaskState, target: Target, vendor_map: dict[str, str]
+def _sample(state: TaskState, target: Target, vendor_map: dict[str, str], rubric: str | None
             ) -> tuple[BankItem | None, ResponseRow | None, tuple[str, str] | None]:
     """The sample as a bank item and a response row, or why it cannot be graded (a reason of inspect's and a
     sentence): no target, no output, a model whose vendor cannot be decided (as ``council grade`` refuses it)."""
@@ -113,10 +126,11 @@ def _sample(state: TaskState, target: Target, vendor_map: dict[str, str]
     metadata = state.metadata or {}
     named = metadata.get("item_id")
     item_id = named.strip() if isinstance(named, str) and named.strip() else str(state.sample_id)
-    probe = metadata.get("probe")
+    probe, own_rubric = metadata.get("probe"), metadata.get("rubric")
     item = BankItem(id=item_id, probe=probe if isinstance(probe, str) and probe.strip() else "inspect",
                     prompt=state.input_text, reference=target.text,
-                    rationale="an inspect sample, graded against its target")
+                    rationale="an inspect sample, graded against its target",
+                    rubric=own_rubric if isinstance(own_rubric, str) and own_rubric.strip() else rubric)
     try:
         row = ResponseRow.model_validate(
             {"row_id": f"{item_id}::{model}#e{state.epoch}", "item_id": item_id, "model": model,
@@ -133,6 +147,41 @@ def _config(path: str | None, **overrides: Any) -> Any:
         raise
     except ValidationError as exc:
         raise ConfigError(f"council(): {validation_problems(exc)}") from None
+
+
+def _roster(judges: list[str] | str | None, reserves: list[str] | str | None, config: CouncilConfig
+            ) -> list[dict[str, Any]]:
+    """The roster the arguments name: a seat per judge model (its vendor decided as a row's is), then the
+    reserves (None: those of the config's roster whose vendor no judge has)."""
+    seats = [m for m in config.roster if not m.reserve] if judges is None else _members(judges, config, "judges")
+    if reserves is None:
+        taken = {m.vendor for m in seats}
+        spare = [m for m in config.roster if m.reserve and m.vendor not in taken]
+    else:
+        spare = [m.model_copy(update={"reserve": True}) for m in _members(reserves, config, "reserves")]
+    return [m.model_dump() for m in (*seats, *spare)]
+
+
+def _members(models: list[str] | str, config: CouncilConfig, name: str) -> list[MemberSpec]:
+    out = []
+    for model in _names(models):
+        try:
+            out.append(MemberSpec(vendor=vendor_of(model, config.vendor_map), judge_model=model))
+        except UnknownVendorError as exc:
+            raise ConfigError(f"council(): {name}: {exc} (or vendor_map in a council config)") from None
+    return out
+
+
+def _names(value: list[str] | str) -> list[str]:
+    """Model ids as a list gives them, or as ``-S name=a,b`` (a list) or ``-S name=a`` (a string) does."""
+    items = value if isinstance(value, list | tuple) else str(value).split(",")
+    return [str(v).strip() for v in items if str(v).strip()]
+
+
+def _text(value: list[str] | str | None) -> str | None:
+    """A text argument; ``-S rubric=a, b`` arrives cut at its commas, which are put back."""
+    text = ",".join(map(str, value)) if isinstance(value, list | tuple) else value
+    return (text.strip() or None) if isinstance(text, str) else None
 
 
 def _flag(value: bool | str, name: str) -> bool:

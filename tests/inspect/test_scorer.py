@@ -24,8 +24,10 @@ from inspect_ai.solver import TaskState, generate
 
 import council as council_package
 from council.core.errors import ConfigError
+from council.core.schema import BankItem
 from council.inspect import council
 from council.inspect._session import _sessions
+from council.protocol.prompts import rubric_hash
 from council.scoring.scoring import rescore
 from council.store.runfolder import RunFolder
 from tests.council.test_failures import free_port
@@ -129,6 +131,43 @@ def test_the_model_own_vendor_never_sits(tmp_path):
         assert meta["vendor"] == "openai" and "openai" not in meta["members"], meta
         assert meta["excluded"] == ["openai"] and meta["reserves"] == ["mistral"]  # the reserve fills the seat
         assert "openai/gpt-5" not in meta["graders"]
+
+
+def test_judges_reserves_and_rubric_from_arguments_as_inspect_parses_them(tmp_path):
+    """``-S judges=...,...`` and a rubric with commas, parsed by inspect's own ``-S`` parser: the panel is those
+    judges less the model's vendor plus the roster's reserve, and every sample is graded by the rubric given,
+    unless its metadata has its own."""
+    from inspect_ai._util.config import parse_cli_args
+
+    rubric, own = "The answer must be the sum, as a number, and nothing else.", "Only the number counts."
+    args = parse_cli_args(["simulate=true", f"runs_dir={tmp_path / 'runs'}", f"rubric={rubric}",
+                           "judges=anthropic/claude-sonnet-4.5,openai/gpt-5,google/gemini-2.5-pro"])
+    assert isinstance(args["judges"], list) and isinstance(args["rubric"], list)  # cut at the commas
+    dataset = [Sample(input=q, target=a, id=i, metadata={"rubric": own} if i == "q1" else {})
+               for i, (q, a) in QUESTIONS.items()]
+    logs = eval(Task(dataset=dataset, solver=generate(), scorer=council(**args)),
+                model=get_model("mockllm/openai/gpt-4o", custom_outputs=answer), log_dir=str(tmp_path / "logs"),
+                display="none")
+    log = read_eval_log(logs[0].location)
+    for sample in log.samples:
+        meta = sample.scores["council"].metadata
+        assert meta["members"] == ["anthropic", "google", "mistral"] and meta["excluded"] == ["openai"], meta
+        assert meta["graders"] == ["anthropic/claude-sonnet-4.5", "google/gemini-2.5-pro", "mistralai/mistral-medium-3.1"]
+        assert sample.scores["council"].value in ("C", "I")
+    (folder,) = (tmp_path / "runs").iterdir()
+    items = {i["id"]: BankItem.model_validate(i) for i in map(json.loads, (folder / "items.jsonl").read_text().splitlines())}
+    assert {i: item.rubric for i, item in items.items()} == {i: own if i == "q1" else rubric for i in QUESTIONS}
+    records = [json.loads(line) for line in (folder / "round1.jsonl").read_text().splitlines()]
+    assert {r["rubric_hash"] for r in records if r["row_id"].startswith("q1::")} == {rubric_hash(items["q1"])}
+    assert {r["rubric_hash"] for r in records if r["row_id"].startswith("q2::")} == {rubric_hash(items["q2"])}
+    assert rubric_hash(items["q2"]) != rubric_hash(items["q2"].model_copy(update={"rubric": None}))
+
+
+def test_judges_of_no_known_vendor_are_refused():
+    with pytest.raises(ConfigError, match="judges: cannot decide the vendor of model 'my-judge'"):
+        council(simulate=True, judges=["openai/gpt-5", "my-judge"])
+    with pytest.raises(ConfigError, match="one member per vendor"):
+        council(simulate=True, judges="openai/gpt-5,openai/gpt-4o")
 
 
 def test_a_model_of_unknown_vendor_is_unscored_not_incorrect(tmp_path):
