@@ -35,6 +35,7 @@ NAME = "grading_council/council"  # as ``--scorer`` names it: the entry point's 
 def council(
     simulate: bool | str = False,
     provider_url: str | None = None,
+    sim_config: str | None = None,
     config: str | None = None,
     deliberate: str | None = None,
     quorum: int | str | None = None,
@@ -57,6 +58,8 @@ def council(
     Args:
       simulate: Grade with the embedded provider (simulated judges on 127.0.0.1) instead of real vendors.
       provider_url: Base URL of an OpenAI-compatible endpoint that serves every judge (when not simulating).
+      sim_config: JSON behaviour file of the embedded provider, as `council run --sim-config` takes it (latency,
+        quotas, faults, batch completion time); implies simulate.
       config: Path of a council config file (TOML or JSON: roster, rubric parameters, quotas, prices...).
       deliberate: `"disputed"` (round two only where round one is disputed, the default) or `"all"`.
       quorum: Valid round-two votes a consensus needs (else the sample is flagged no_quorum and unscored).
@@ -71,7 +74,11 @@ def council(
       run_id: The run folder to grade into. Defaults to the run that already graded these samples (so
         `inspect score` on the same log again reuses its archived votes), else `inspect-<eval id>`.
     """
-    simulated = _flag(simulate, "simulate")
+    simulated = _flag(simulate, "simulate") or sim_config is not None
+    if sim_config is not None:
+        from council.sim import SimConfig
+
+        SimConfig.from_file(sim_config)  # a bad file is refused here, not at the first sample
     if not simulated and provider_url is None:
         raise ConfigError("council(): pass simulate=true (the embedded provider) or provider_url=URL")
     overrides = {"deliberate": deliberate, "quorum": _number(quorum, "quorum"), "seed": _number(seed, "seed")}
@@ -80,9 +87,6 @@ def council(
         council_config = _config(config, **overrides, roster=_roster(judges, reserves, council_config))
     default_rubric = _text(rubric)
     check_budget(council_config, [])  # a budget is only a bound if every judge has a price
-    if council_config.batching:  # its votes wait on batches a process of inspect's does not keep open
-        raise ConfigError(f"council(): the batch transport ({', '.join(council_config.batching)}) is not available "
-                          "inside inspect; set transport = \"sync\", or export the log and run council grade")
     runs = RunChooser(Path(runs_dir), run_id)
     register()  # the hook that writes the run's results when the eval's task ends
 
@@ -97,7 +101,7 @@ def council(
         active = sample_active()
         try:
             run = await session(Path(runs_dir), chosen, council_config, simulate=simulated,
-                                provider_url=provider_url)
+                                provider_url=provider_url, sim_config=Path(sim_config) if sim_config else None)
             graded = await run.grade(item, row, state.uuid, active.eval_id if active is not None else None)
         except SampleConflict as exc:
             return Score.unscored(reason="scoring_failed", explanation=str(exc), answer=row.response,

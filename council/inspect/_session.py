@@ -29,11 +29,13 @@ import datetime as dt
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import orjson
 
-from council.core.schema import BankItem, JudgeCallRecord, ResponseRow, RowVerdict, RunManifest
+from council.core import logs
 from council.core.errors import ConfigError, ProviderUnavailable
+from council.core.schema import BankItem, JudgeCallRecord, ResponseRow, RowVerdict, RunManifest
 from council.grading.budget import Budget, BudgetExhausted
 from council.grading.coordinator import Coordinator
 from council.grading.pools import LocalPool
@@ -42,11 +44,13 @@ from council.protocol.config import CouncilConfig
 from council.protocol.deliberation import Rule
 from council.protocol.panels import METHODOLOGY_VERSION
 from council.protocol.prompts import prompt_hashes
-from council.core import logs
 from council.run.runner import package_versions, provider_endpoint, report_at_end
 from council.scoring.scoring import rescore, row_verdict
 from council.store.runfolder import (ITEMS, MANIFEST, ROWS, ArchiveIndex, RunFolder, dump_json, dump_line, iter_jsonl,
                                     run_path)
+
+if TYPE_CHECKING:
+    from council.batching.pool import BatchingPool
 
 SAMPLES = "inspect_samples.jsonl"  # sample uuid -> row id: which run folder a log's samples were graded in
 
@@ -78,7 +82,7 @@ class Session:
         self.simulate = simulate
         self._provider_url = provider_url
         self._sim = None
-        self._pool: LocalPool | None = None
+        self._pool: LocalPool | BatchingPool | None = None
         self._coordinators: dict[str, Coordinator] = {}
         self._index = ArchiveIndex.build(folder.path)
         folder.attach(self._index)
@@ -176,8 +180,12 @@ class Session:
                                                                                  self.rows.values()))
                     url = self._sim.url
                 assert url is not None
-                endpoint = provider_endpoint(url, self.config)
-                self._pool = LocalPool(self.config, {v: endpoint for v in self.config.roster_vendors})
+                endpoints = {v: provider_endpoint(url, self.config) for v in self.config.roster_vendors}
+                self._pool = LocalPool(self.config, endpoints)
+                if self.config.batching:  # those vendors' votes go through their batch API, journalled in the folder
+                    from council.batching.pool import BatchingPool
+
+                    self._pool = BatchingPool(self._pool, self.config, endpoints, self.folder.path, self._pool.judges)
             found = self._coordinators.get(row.model)
             if found is None:
                 found = self._coordinators[row.model] = Coordinator(
@@ -230,20 +238,23 @@ def _at_exit() -> None:
 
 
 async def session(runs_dir: Path, run_id: str, config: CouncilConfig, *, simulate: bool,
-                  provider_url: str | None) -> Session:
+                  provider_url: str | None, sim_config: Path | None = None) -> Session:
     """The session of ``runs_dir/run_id`` on the running loop: opened (or the folder made) by the first call,
-    shared by the rest. An existing folder is graded by its own recorded configuration."""
+    shared by the rest. An existing folder is graded by its own recorded configuration (and embedded provider);
+    a new simulated one by ``sim_config``'s behaviour (None: the planted one)."""
     loop = id(asyncio.get_running_loop())
     path = run_path(runs_dir, run_id).resolve()
     lock = _locks.setdefault(loop, asyncio.Lock())
     async with lock:
         found = _sessions.get((path, loop))
         if found is None:
-            found = _sessions[(path, loop)] = _open(Path(runs_dir), run_id, config, simulate, provider_url)
+            found = _sessions[(path, loop)] = _open(Path(runs_dir), run_id, config, simulate, provider_url,
+                                                           sim_config)
         return found
 
 
-def _open(runs_dir: Path, run_id: str, config: CouncilConfig, simulate: bool, provider_url: str | None) -> Session:
+def _open(runs_dir: Path, run_id: str, config: CouncilConfig, simulate: bool, provider_url: str | None,
+          sim_config: Path | None) -> Session:
     if (run_path(runs_dir, run_id) / MANIFEST).is_file():
         folder = RunFolder.open_run(runs_dir, run_id)
         folder.drop_torn_tails()
@@ -264,18 +275,19 @@ def _open(runs_dir: Path, run_id: str, config: CouncilConfig, simulate: bool, pr
         prompt_hashes=prompt_hashes(config.judge.prompt_version), methodology_version=METHODOLOGY_VERSION,
         bank_path="", responses_path="", dataset_fingerprint="", responses_fingerprint="", rows=0,
         versions=package_versions(), config=config.model_dump(mode="json"),
-        sim_config=_sim_config(config) if simulate else None,
+        sim_config=_sim_config(config, sim_config) if simulate else None,
     )
     folder.write_json(MANIFEST, manifest.model_dump(mode="json"))
     folder.write_state("running")
     return Session(folder, config, manifest, simulate, provider_url)
 
 
-def _sim_config(config: CouncilConfig) -> dict:
-    """The embedded provider's behaviour, recorded so that a later process starts the same one."""
+def _sim_config(config: CouncilConfig, path: Path | None) -> dict:
+    """The embedded provider's behaviour (``path``'s, else the planted one), recorded so that a later process
+    starts the same one."""
     from council.sim import SimConfig
 
-    return SimConfig.planted(config.seed).model_dump(mode="json")
+    return (SimConfig.from_file(path) if path else SimConfig.planted(config.seed)).model_dump(mode="json")
 
 
 def known_samples(runs_dir: Path) -> dict[str, str]:

@@ -29,6 +29,7 @@ from council.inspect import council
 from council.inspect._session import _sessions
 from council.protocol.prompts import rubric_hash
 from council.scoring.scoring import rescore
+from council.sim import SimConfig
 from council.store.runfolder import RunFolder
 from tests.council.test_failures import free_port
 
@@ -306,8 +307,33 @@ def test_a_simulated_run_is_never_scored_again_by_real_judges(tmp_path):
     assert len((runs / "shared" / "rows.jsonl").read_text().splitlines()) == len(log.samples)
 
 
-def test_the_batch_transport_is_refused_not_ignored(tmp_path):
+def test_the_batch_transport_gives_the_scores_of_the_sync_one_at_batch_prices(tmp_path):
+    """``transport = "batch"`` in the council config: every vote goes through the providers' batch APIs (the
+    embedded provider's), journalled in the run folder, and the scores are those of chat calls, for less."""
     config = tmp_path / "council.toml"
-    config.write_text('transport = "batch"\n')
-    with pytest.raises(ConfigError, match="batch transport .* is not available inside inspect"):
-        council(simulate=True, config=str(config))
+    config.write_text('transport = "batch"\n[batch]\nflush_s = 0.2\npoll_s = 0.1\n')
+    sim = tmp_path / "sim.json"  # the embedded provider's behaviour, its batches done in a tenth of a second
+    sim.write_text(json.dumps({**SimConfig.planted(0).model_dump(mode="json"), "batch_completion_s": 0.1}))
+    found = {}
+    for transport, path in (("sync", None), ("batch", str(config))):
+        log = run_eval(council(sim_config=str(sim), runs_dir=str(tmp_path / transport), config=path, deliberate="all"),
+                       "mockllm/model", tmp_path / "logs")
+        (folder,) = (tmp_path / transport).iterdir()
+        records = [json.loads(line) for name in ("round1.jsonl", "round2.jsonl")
+                   for line in (folder / name).read_text().splitlines()]
+        found[transport] = ({s.id: s.scores["council"].value for s in log.samples},
+                            {r.get("batch_id") is not None for r in records},
+                            json.loads((folder / "summary.json").read_text())["cost_usd"])
+    assert found["batch"][0] == found["sync"][0]
+    assert found["sync"][1] == {False} and found["batch"][1] == {True}  # every vote of a batch
+    assert found["batch"][2] < found["sync"][2]
+    (folder,) = (tmp_path / "batch").iterdir()
+    assert (folder / "batches.jsonl").stat().st_size > 0
+    assert json.loads((folder / "manifest.json").read_text())["sim_config"]["batch_completion_s"] == 0.1
+
+
+def test_a_bad_sim_config_is_refused_when_the_scorer_is_made(tmp_path):
+    bad = tmp_path / "sim.json"
+    bad.write_text('{"batch_completion_s": -1}')
+    with pytest.raises(ConfigError, match=r"sim.json: bad simulator config: batch_completion_s"):
+        council(sim_config=str(bad))
