@@ -99,10 +99,12 @@ def council(
         assert item is not None and row is not None
         chosen = runs.choose(state.uuid)
         active = sample_active()
+        eval_id = active.eval_id if active is not None else None
         try:
             run = await session(Path(runs_dir), chosen, council_config, simulate=simulated,
-                                provider_url=provider_url, sim_config=Path(sim_config) if sim_config else None)
-            graded = await run.grade(item, row, state.uuid, active.eval_id if active is not None else None)
+                                provider_url=provider_url, sim_config=Path(sim_config) if sim_config else None,
+                                eval_id=eval_id)
+            graded = await run.grade(item, row, state.uuid, eval_id)
         except SampleConflict as exc:
             return Score.unscored(reason="scoring_failed", explanation=str(exc), answer=row.response,
                                   metadata={"actor": model, "run_id": chosen, "row_id": row.row_id})

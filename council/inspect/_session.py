@@ -44,15 +44,15 @@ from council.protocol.config import CouncilConfig
 from council.protocol.deliberation import Rule
 from council.protocol.panels import METHODOLOGY_VERSION
 from council.protocol.prompts import prompt_hashes
-from council.run.runner import package_versions, provider_endpoint, report_at_end
+from council.inspect._attempts import SAMPLES, append, earlier_attempts, merge_earlier, record_task
+from council.run.runner import package_versions, provider_endpoint, report_at_end, reusable_votes
 from council.scoring.scoring import rescore, row_verdict
-from council.store.runfolder import (ITEMS, MANIFEST, ROWS, ArchiveIndex, RunFolder, dump_json, dump_line, iter_jsonl,
+from council.store.runfolder import (ITEMS, MANIFEST, ROWS, ArchiveIndex, RunFolder, dump_json, iter_jsonl,
                                     run_path)
 
 if TYPE_CHECKING:
     from council.batching.pool import BatchingPool
 
-SAMPLES = "inspect_samples.jsonl"  # sample uuid -> row id: which run folder a log's samples were graded in
 
 
 class SampleConflict(Exception):
@@ -84,6 +84,7 @@ class Session:
         self._sim = None
         self._pool: LocalPool | BatchingPool | None = None
         self._coordinators: dict[str, Coordinator] = {}
+        self._reusable: dict[str, tuple[str, JudgeCallRecord]] = {}  # votes of the task's earlier attempts
         self._index = ArchiveIndex.build(folder.path)
         folder.attach(self._index)
         self.budget = Budget(config.budget_usd, spent_usd=self._index.cost_usd)
@@ -133,6 +134,8 @@ class Session:
     def write_results(self) -> None:
         """What ``council run`` writes at its end, from the folder alone: verdicts, summary, tables, report."""
         self.unsummarised = False
+        if self.manifest.reuse_from:  # the samples earlier attempts of the task completed
+            merge_earlier(self.folder, self.folder.path.parent, self.manifest.reuse_from, self.config.vendor_map)
         summary = rescore(self.folder)
         if os.environ.get("COUNCIL_NO_REPORT", "") in ("", "0"):
             report_at_end(self.folder.path, _log)
@@ -158,18 +161,19 @@ class Session:
                                  "score with another run_id")
         if known is None:
             self.items[item.id] = item
-            _append(self.folder.path / ITEMS, item.model_dump(mode="json"))
+            append(self.folder.path / ITEMS, [item.model_dump(mode="json")])
         if prior is None:
             self.rows[row.row_id] = row
-            _append(self.folder.path / ROWS, row.model_dump(mode="json"))
+            append(self.folder.path / ROWS, [row.model_dump(mode="json")])
             if sample_uuid:
-                _append(self.folder.path / SAMPLES, {"uuid": sample_uuid, "row_id": row.row_id})
+                append(self.folder.path / SAMPLES, [{"uuid": sample_uuid, "row_id": row.row_id}])
 
     async def _coordinator(self, row: ResponseRow) -> Coordinator:
         """The coordinator of ``row``'s model (its anonymiser scrubs that model's and vendor's names from the
         reasons peers see), all of them on one pool and budget."""
         async with self._started:
             if self._pool is None:
+                self._reusable = reusable_votes(self.folder.path.parent, self.manifest.reuse_from)
                 url = self._provider_url
                 if self.simulate:
                     from council.sim import SimConfig, TruthTable, start_sim
@@ -191,7 +195,7 @@ class Session:
                 found = self._coordinators[row.model] = Coordinator(
                     self.config, self.items, self._pool, self.folder.append, extra_names=[row.model, row.vendor],
                     archived=self._index, budget=self.budget, stop=self.stop, on_refused=self._refuse,
-                    on_row_graded=self._done)
+                    on_row_graded=self._done, reusable=self._reusable)
             return found
 
     def _refuse(self, row: ResponseRow, reason: str) -> None:
@@ -202,14 +206,14 @@ class Session:
         self._graded[row.row_id] = (records, refused)
 
 
-def _append(path: Path, obj: dict) -> None:
-    with open(path, "ab") as handle:
-        handle.write(dump_line(obj))
-
-
 _sessions: dict[tuple[Path, int], Session] = {}  # (run folder, event loop) -> its session
 _locks: dict[int, asyncio.Lock] = {}  # one per event loop: a lock belongs to the loop it first waits on
 _log = logs.get_logger("council.inspect")
+_tasks: dict[str, str] = {}  # eval id -> its task's id (kept by an eval's retries), as inspect says at task start
+
+
+def task_started(eval_id: str, task_id: str) -> None:
+    _tasks[eval_id] = task_id
 
 
 async def end_of_eval(eval_id: str) -> None:
@@ -238,23 +242,25 @@ def _at_exit() -> None:
 
 
 async def session(runs_dir: Path, run_id: str, config: CouncilConfig, *, simulate: bool,
-                  provider_url: str | None, sim_config: Path | None = None) -> Session:
+                  provider_url: str | None, sim_config: Path | None = None, eval_id: str | None = None) -> Session:
     """The session of ``runs_dir/run_id`` on the running loop: opened (or the folder made) by the first call,
     shared by the rest. An existing folder is graded by its own recorded configuration (and embedded provider);
-    a new simulated one by ``sim_config``'s behaviour (None: the planted one)."""
+    a new simulated one by ``sim_config``'s behaviour (None: the planted one). A new folder of an eval whose task
+    inspect named (``on_task_start``) is an attempt of that task (:mod:`council.inspect._attempts`)."""
     loop = id(asyncio.get_running_loop())
     path = run_path(runs_dir, run_id).resolve()
     lock = _locks.setdefault(loop, asyncio.Lock())
     async with lock:
         found = _sessions.get((path, loop))
         if found is None:
+            task = (_tasks[eval_id], eval_id) if eval_id in _tasks else None
             found = _sessions[(path, loop)] = _open(Path(runs_dir), run_id, config, simulate, provider_url,
-                                                           sim_config)
+                                                           sim_config, task)
         return found
 
 
 def _open(runs_dir: Path, run_id: str, config: CouncilConfig, simulate: bool, provider_url: str | None,
-          sim_config: Path | None) -> Session:
+          sim_config: Path | None, task: tuple[str, str] | None) -> Session:
     if (run_path(runs_dir, run_id) / MANIFEST).is_file():
         folder = RunFolder.open_run(runs_dir, run_id)
         folder.drop_torn_tails()
@@ -268,14 +274,18 @@ def _open(runs_dir: Path, run_id: str, config: CouncilConfig, simulate: bool, pr
     if provider_url is not None:
         provider_endpoint(provider_url)  # a bad URL is refused before a folder is made
     folder = RunFolder.create(runs_dir, run_id)
+    created = dt.datetime.now(dt.UTC).isoformat()
+    if task is not None:
+        record_task(folder.path, *task, created_at=created)
     manifest = RunManifest(
-        run_id=run_id, created_at=dt.datetime.now(dt.UTC).isoformat(), command="inspect", roster=config.roster,
+        run_id=run_id, created_at=created, command="inspect", roster=config.roster,
         simulated=simulate, self_exclusion=config.self_exclusion, quorum=config.quorum, seed=config.seed,
         backend="local", provider_url=provider_url, judge_prompt_version=config.judge.prompt_version,
         prompt_hashes=prompt_hashes(config.judge.prompt_version), methodology_version=METHODOLOGY_VERSION,
         bank_path="", responses_path="", dataset_fingerprint="", responses_fingerprint="", rows=0,
         versions=package_versions(), config=config.model_dump(mode="json"),
         sim_config=_sim_config(config, sim_config) if simulate else None,
+        reuse_from=earlier_attempts(runs_dir, task[0], run_id) if task is not None else [],
     )
     folder.write_json(MANIFEST, manifest.model_dump(mode="json"))
     folder.write_state("running")
@@ -291,11 +301,12 @@ def _sim_config(config: CouncilConfig, path: Path | None) -> dict:
 
 
 def known_samples(runs_dir: Path) -> dict[str, str]:
-    """Sample uuid -> the run under ``runs_dir`` that graded it: how ``inspect score`` on a log finds the run
-    its samples were graded in before."""
+    """Sample uuid -> the run under ``runs_dir`` that graded it (the latest written, when a retried eval's last
+    attempt copied it from an earlier one): how ``inspect score`` on a log finds the run its samples were graded
+    in before."""
     out: dict[str, str] = {}
-    for path in sorted(Path(runs_dir).glob(f"*/{SAMPLES}")):
+    for path in sorted(Path(runs_dir).glob(f"*/{SAMPLES}"), key=lambda p: (p.stat().st_mtime_ns, p.parent.name)):
         for line in path.read_bytes().splitlines():
             if line.strip():
-                out.setdefault(orjson.loads(line)["uuid"], path.parent.name)
+                out[orjson.loads(line)["uuid"]] = path.parent.name
     return out

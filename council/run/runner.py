@@ -162,7 +162,7 @@ async def run_council(
         scan = await asyncio.to_thread(check_responses, req.responses, items, vendor_map=req.config.vendor_map,
                                        on_row=lambda _row: _unless_stopped(stop))
     _unless_stopped(stop)
-    reusable = _reusable(req.runs_dir, req.reuse_from)
+    reusable = reusable_votes(req.runs_dir, req.reuse_from)
     sim_config = _sim_config(req) if req.provider_url is None else None
     folder = RunFolder.create(req.runs_dir, req.run_id or new_run_id(), compress=req.config.compress_archive)
     if req.models:
@@ -292,7 +292,7 @@ async def resume_council(
         *manifest.resumes, ResumeEntry(at=_now(), command=command,
                                        archived_votes=len(archived) if archived is not None else None)]})
     folder.write_json(MANIFEST, manifest.model_dump(mode="json"))
-    reusable = _reusable(Path(runs_dir), manifest.reuse_from)
+    reusable = reusable_votes(Path(runs_dir), manifest.reuse_from)
     audited = set() if shards else {(r.row_id, r.member, r.round) for r in folder.read_audit()}
     return await _drive(folder, manifest, items, info, config, archived=archived, reusable=reusable,
                         backend=backend, provider_url=provider_url, ray_address=ray_address,
@@ -630,7 +630,7 @@ def _sim_config(req: RunRequest) -> dict[str, Any]:
     return config.model_dump(mode="json")
 
 
-def _reusable(runs_dir: Path, run_ids: list[str]) -> dict[str, tuple[str, JudgeCallRecord]]:
+def reusable_votes(runs_dir: Path, run_ids: list[str]) -> dict[str, tuple[str, JudgeCallRecord]]:
     """Archived votes of other runs by request key (errors are not results and are not re-used)."""
     out: dict[str, tuple[str, JudgeCallRecord]] = {}
     for run_id in run_ids:

@@ -191,8 +191,9 @@ def inspect_score(log: Path, runs: Path, env: dict[str, str], action: str) -> Pa
     return log
 
 
-def billed(runs: Path) -> int:
-    (folder,) = runs.iterdir()
+def billed(runs: Path, run: str | None = None) -> int:
+    """What the embedded provider of the run ``run`` (None: the only one under ``runs``) billed, as it counted."""
+    (folder,) = [runs / run] if run else runs.iterdir()
     stats = json.loads((folder / "provider_stats.json").read_text())
     return sum(v["billed"] for v in stats["vendors"].values())
 
