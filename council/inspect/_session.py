@@ -27,6 +27,7 @@ import asyncio
 import atexit
 import datetime as dt
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -37,7 +38,7 @@ from council.core import logs
 from council.core.errors import ConfigError, ProviderUnavailable
 from council.core.schema import BankItem, JudgeCallRecord, ResponseRow, RowVerdict, RunManifest
 from council.grading.budget import Budget, BudgetExhausted
-from council.grading.coordinator import Coordinator
+from council.grading.coordinator import Coordinator, round_two_anonymiser
 from council.grading.pools import LocalPool
 from council.grading.stop import StopControl
 from council.protocol.config import CouncilConfig
@@ -192,6 +193,8 @@ class Session:
                     self._pool = BatchingPool(self._pool, self.config, endpoints, self.folder.path, self._pool.judges)
             found = self._coordinators.get(row.model)
             if found is None:
+                # its patterns (about two seconds, cached) compiled off the loop that runs inspect's samples
+                await asyncio.to_thread(round_two_anonymiser, self.config, [row.model, row.vendor])
                 found = self._coordinators[row.model] = Coordinator(
                     self.config, self.items, self._pool, self.folder.append, extra_names=[row.model, row.vendor],
                     archived=self._index, budget=self.budget, stop=self.stop, on_refused=self._refuse,
@@ -224,10 +227,12 @@ async def end_of_eval(eval_id: str) -> None:
         if key[1] != loop or eval_id not in found.evals:
             continue
         found.evals.discard(eval_id)
-        if not found.evals:
-            del _sessions[key]
-            await found.close()
-        await asyncio.to_thread(found.write_results)
+        try:
+            if not found.evals:
+                del _sessions[key]
+                await found.close()
+        finally:
+            await asyncio.to_thread(found.write_results)
 
 
 @atexit.register
@@ -237,8 +242,13 @@ def _at_exit() -> None:
         if found.unsummarised:
             try:
                 found.write_results()
+                print(f"grading-council: the results of run {found.run_id} are in {found.folder.path} "
+                      "(summary.json, verdicts.jsonl, report.html)", file=sys.stderr)
             except Exception as exc:  # noqa: BLE001 - the votes are archived; ``council rescore RUN`` writes them
                 _log.warning("inspect.results_failed", run_id=found.run_id, error=f"{type(exc).__name__}: {exc}")
+                print(f"grading-council: the results of run {found.run_id} could not be written ({exc}); "
+                      f"`council rescore --runs-dir {found.folder.path.parent} {found.run_id}` writes them",
+                      file=sys.stderr)
 
 
 async def session(runs_dir: Path, run_id: str, config: CouncilConfig, *, simulate: bool,

@@ -188,6 +188,7 @@ def inspect_score(log: Path, runs: Path, env: dict[str, str], action: str) -> Pa
          "-S", "simulate=true", "-S", f"runs_dir={runs}", "--action", action, "--overwrite", "--display", "none"],
         env=env, cwd=log.parent, capture_output=True, text=True, timeout=240, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
+    assert "grading-council: the results of run inspect-" in done.stderr  # where the run's results went
     return log
 
 
