@@ -18,7 +18,8 @@ When an eval's task ends (inspect's ``on_task_end`` hook, :mod:`council.inspect.
 samples went to get what every run ends with: ``verdicts.jsonl``, ``summary.json`` (agreement,
 deliberation_impact, bootstrap intervals), the score tables and ``report.html``; a session no running eval uses
 any more is then closed. ``inspect score`` runs no hooks and tells a scorer nothing when the last sample is
-scored, so the sessions still holding rows without results get theirs when the process exits.
+scored, so the sessions still holding rows without results get theirs when the process exits. A new folder of
+an eval inspect runs again (``inspect eval-retry``) is another attempt of its task (:mod:`council.inspect._attempts`).
 """
 
 from __future__ import annotations
@@ -41,11 +42,11 @@ from council.grading.budget import Budget, BudgetExhausted
 from council.grading.coordinator import Coordinator, round_two_anonymiser
 from council.grading.pools import LocalPool
 from council.grading.stop import StopControl
+from council.inspect._attempts import SAMPLES, append, earlier_attempts, merge_earlier, record_task
 from council.protocol.config import CouncilConfig
 from council.protocol.deliberation import Rule
 from council.protocol.panels import METHODOLOGY_VERSION
 from council.protocol.prompts import prompt_hashes
-from council.inspect._attempts import SAMPLES, append, earlier_attempts, merge_earlier, record_task
 from council.run.runner import package_versions, provider_endpoint, report_at_end, reusable_votes
 from council.scoring.scoring import rescore, row_verdict
 from council.store.runfolder import (ITEMS, MANIFEST, ROWS, ArchiveIndex, RunFolder, dump_json, iter_jsonl,
@@ -53,7 +54,6 @@ from council.store.runfolder import (ITEMS, MANIFEST, ROWS, ArchiveIndex, RunFol
 
 if TYPE_CHECKING:
     from council.batching.pool import BatchingPool
-
 
 
 class SampleConflict(Exception):
@@ -133,9 +133,10 @@ class Session:
         return Graded(verdict, records, reason, self.run_id, stopped)
 
     def write_results(self) -> None:
-        """What ``council run`` writes at its end, from the folder alone: verdicts, summary, tables, report."""
+        """What ``council run`` writes at its end, from the folder alone (with the samples earlier attempts of the
+        task completed copied in first): verdicts, summary, tables, report."""
         self.unsummarised = False
-        if self.manifest.reuse_from:  # the samples earlier attempts of the task completed
+        if self.manifest.reuse_from:
             merge_earlier(self.folder, self.folder.path.parent, self.manifest.reuse_from, self.config.vendor_map)
         summary = rescore(self.folder)
         if os.environ.get("COUNCIL_NO_REPORT", "") in ("", "0"):
