@@ -67,7 +67,7 @@ def council(
       judges: The council's judge models, one per vendor (`-S judges=anthropic/claude-sonnet-4.5,openai/gpt-5`);
         default: the config's roster.
       reserves: Judge models that sit in only where self-exclusion emptied a seat; default: the roster's
-        reserves of other vendors than the judges' (`-S reserves=` for none).
+        reserves of other vendors than the judges' (`-S 'reserves=[]'` for none).
       rubric: What a correct answer must do, for every sample without a `rubric` in its metadata; default: the
         council's generic rubric.
       runs_dir: Folder of the council's run folders.
@@ -85,7 +85,7 @@ def council(
     council_config = _config(config, **overrides)
     if judges is not None or reserves is not None:  # seats of the models named, on the config's other settings
         council_config = _config(config, **overrides, roster=_roster(judges, reserves, council_config))
-    default_rubric = _text(rubric)
+    default_rubric = _text(rubric, "rubric")
     check_budget(council_config, [])  # a budget is only a bound if every judge has a price
     runs = RunChooser(Path(runs_dir), run_id)
     register()  # the hook that writes the run's results when the eval's task ends
@@ -184,10 +184,17 @@ def _names(value: list[str] | str) -> list[str]:
     return [str(v).strip() for v in items if str(v).strip()]
 
 
-def _text(value: list[str] | str | None) -> str | None:
-    """A text argument; ``-S rubric=a, b`` arrives cut at its commas, which are put back."""
-    text = ",".join(map(str, value)) if isinstance(value, list | tuple) else value
-    return (text.strip() or None) if isinstance(text, str) else None
+def _text(value: list[str] | str | None, name: str) -> str | None:
+    """A text argument; ``-S rubric=a, b`` arrives cut at its commas, which are put back. inspect reads an ``-S``
+    value as YAML, so a text with ``: `` in it arrives as a mapping: refused, with how to quote it."""
+    if value is None:
+        return None
+    if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+        value = ",".join(value)
+    if not isinstance(value, str):
+        raise ConfigError(f"council(): {name} must be a text, not {type(value).__name__} {value!r}; on the command "
+                          f"line, quote it as YAML: -S '{name}=\"...\"'")
+    return value.strip() or None
 
 
 def _flag(value: bool | str, name: str) -> bool:

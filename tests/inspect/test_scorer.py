@@ -25,6 +25,7 @@ from inspect_ai.solver import TaskState, generate
 import council as council_package
 from council.core.errors import ConfigError
 from council.core.schema import BankItem
+from council.protocol.config import CouncilConfig
 from council.inspect import council
 from council.inspect._session import _sessions
 from council.protocol.prompts import rubric_hash
@@ -162,6 +163,20 @@ def test_judges_reserves_and_rubric_from_arguments_as_inspect_parses_them(tmp_pa
     assert {r["rubric_hash"] for r in records if r["row_id"].startswith("q1::")} == {rubric_hash(items["q1"])}
     assert {r["rubric_hash"] for r in records if r["row_id"].startswith("q2::")} == {rubric_hash(items["q2"])}
     assert rubric_hash(items["q2"]) != rubric_hash(items["q2"].model_copy(update={"rubric": None}))
+
+
+def test_command_line_forms_of_reserves_and_rubric():
+    """As inspect's ``-S`` parser hands them over: no reserves, a quoted rubric, and an unquoted one it read as a
+    mapping (refused with how to quote it, never dropped)."""
+    from inspect_ai._util.config import parse_cli_args
+
+    from council.inspect._scorer import _roster, _text
+
+    args = parse_cli_args(["reserves=[]", 'quoted="Note: exact numbers only"', "unquoted=Note: exact numbers only"])
+    assert [m["reserve"] for m in _roster(None, args["reserves"], CouncilConfig())] == [False] * 5
+    assert _text(args["quoted"], "rubric") == "Note: exact numbers only"
+    with pytest.raises(ConfigError, match="rubric must be a text, not dict .* quote it as YAML"):
+        council(simulate=True, rubric=args["unquoted"])
 
 
 def test_judges_of_no_known_vendor_are_refused():
