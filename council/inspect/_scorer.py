@@ -74,6 +74,7 @@ def council(
       run_id: The run folder to grade into. Defaults to the run that already graded these samples (so
         `inspect score` on the same log again reuses its archived votes), else `inspect-<eval id>`.
     """
+    runs_dir, run_id = str(runs_dir), None if run_id is None else str(run_id)  # ``-S run_id=7`` gives an int
     simulated = _flag(simulate, "simulate") or sim_config is not None
     if sim_config is not None:
         from council.sim import SimConfig
