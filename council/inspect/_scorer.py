@@ -125,7 +125,7 @@ def _sample(state: TaskState, target: Target, vendor_map: dict[str, str], rubric
     """The sample as a bank item and a response row, or why it cannot be graded (a reason of inspect's and a
     sentence): no target, no output, a model whose vendor cannot be decided (as ``council grade`` refuses it)."""
     model = str(state.model)
-    if not target.text.strip():
+    if not any(t.strip() for t in target):
         return None, None, ("scoring_failed", "the sample has no target: the council grades against a reference")
     response = state.output.completion
     if not response.strip():
@@ -135,7 +135,7 @@ def _sample(state: TaskState, target: Target, vendor_map: dict[str, str], rubric
     item_id = named.strip() if isinstance(named, str) and named.strip() else str(state.sample_id)
     probe, own_rubric = metadata.get("probe"), metadata.get("rubric")
     item = BankItem(id=item_id, probe=probe if isinstance(probe, str) and probe.strip() else "inspect",
-                    prompt=state.input_text, reference=target.text,
+                    prompt=state.input_text, reference=reference(target),
                     rationale="an inspect sample, graded against its target",
                     rubric=own_rubric if isinstance(own_rubric, str) and own_rubric.strip() else rubric)
     try:
@@ -145,6 +145,16 @@ def _sample(state: TaskState, target: Target, vendor_map: dict[str, str], rubric
     except ValidationError as exc:
         return None, None, ("scoring_failed", validation_problems(exc))
     return item, row, None
+
+
+def reference(target: Target) -> str:
+    """The reference the judges grade against: the target, or, for a target of several answers (each one correct,
+    as inspect's ``match()`` and ``includes()`` read them), those answers listed; never glued together as
+    ``Target.text`` glues them."""
+    answers = [t.strip() for t in target if t.strip()]
+    if len(answers) == 1:
+        return answers[0]
+    return "Any one of these answers is correct:\n" + "\n".join(f"- {a}" for a in answers)
 
 
 def _config(path: str | None, **overrides: Any) -> Any:

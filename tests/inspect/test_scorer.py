@@ -27,6 +27,7 @@ from council.core.errors import ConfigError
 from council.core.schema import BankItem
 from council.protocol.config import CouncilConfig
 from council.inspect import council
+from council.inspect._scorer import reference
 from council.inspect._session import _sessions
 from council.protocol.prompts import rubric_hash
 from council.scoring.scoring import rescore
@@ -184,6 +185,19 @@ def test_judges_of_no_known_vendor_are_refused():
         council(simulate=True, judges=["openai/gpt-5", "my-judge"])
     with pytest.raises(ConfigError, match="one member per vendor"):
         council(simulate=True, judges="openai/gpt-5,openai/gpt-4o")
+
+
+def test_a_target_of_several_answers_is_a_reference_listing_them(tmp_path):
+    """inspect's ``Target(["4", "four"])``: either answer is right (``match()`` and ``includes()`` read it so), and
+    ``Target.text`` would glue them into "4four"."""
+    state = TaskState(model=ModelName("mockllm/model"), sample_id="q2", epoch=1, input="What is 2 + 2?",
+                      messages=[], target=Target(["4", "four"]), output=ModelOutput.from_content(model="m", content="four"))
+    score = asyncio.run(council(simulate=True, runs_dir=str(tmp_path / "runs"))(state, Target(["4", "four"])))
+    assert score.value in ("C", "I")
+    (folder,) = (tmp_path / "runs").iterdir()
+    (item,) = [json.loads(line) for line in (folder / "items.jsonl").read_text().splitlines()]
+    assert item["reference"] == "Any one of these answers is correct:\n- 4\n- four"
+    assert reference(Target(["4"])) == reference(Target("4")) == "4"
 
 
 def test_a_model_of_unknown_vendor_is_unscored_not_incorrect(tmp_path):
