@@ -231,15 +231,25 @@ def normalize_model_id(model_id: str) -> str:
     if "publishers" in parts[:-2]:  # Vertex: projects/p/locations/l/publishers/<org>/models/<model>
         at = parts.index("publishers")
         parts = [parts[at + 1], parts[-1]]
-    elif len(parts) >= 4 and parts[0] == "accounts" and parts[2] == "models":  # Fireworks
-        parts = parts[3:]
+    elif (lead := _routes(parts)) < len(parts) - 3 and parts[lead] == "accounts" and parts[lead + 2] == "models":
+        parts = parts[lead + 3:]  # Fireworks: accounts/<account>/models/<model>, routed or not
     while len(parts) > 1 and (parts[0] in ROUTING_PREFIXES or parts[0] == "models"):
         parts = parts[1:]
     if len(parts) > 2 and parts[1] in ROUTING_PREFIXES and _NOT_ALNUM.sub("", parts[0]) in _ALIASES:
         del parts[1]  # inspect's <provider>/<service>/<model>: "openai/azure/gpt-4o", "google/vertex/..."
     while len(parts) > 2:  # a third level is a route in front of org/model
         parts = parts[1:]
+    if len(parts) == 2 and parts[0] in ROUTING_PREFIXES:  # what it left may be a route too: mockllm/vllm/x
+        parts = parts[1:]
     return "/".join(parts)
+
+
+def _routes(parts: list[str]) -> int:
+    """How many of the leading path parts are routing prefixes (``fireworks/``, ``openai-api/``...)."""
+    lead = 0
+    while lead < len(parts) - 1 and parts[lead] in ROUTING_PREFIXES:
+        lead += 1
+    return lead
 
 
 def default_vendor(normal: str) -> str | None:

@@ -41,6 +41,9 @@ REAL_IDS: list[tuple[str, str]] = [
     ("openrouter/qwen/qwq-32b", "alibaba"),
     ("Meta-Llama-3.1-8B-Instruct", "meta"),
     ("accounts/fireworks/models/llama-v3p1-70b-instruct", "meta"),
+    ("fireworks/accounts/fireworks/models/deepseek-r1", "deepseek"),  # inspect_ai's own Fireworks spelling
+    ("openai-api/fireworks/accounts/fireworks/models/qwen3-235b-a22b", "alibaba"),
+    ("mockllm/vllm/Qwen3-8B", "alibaba"),  # a route left in front once the third level went
     ("us.meta.llama3-1-70b-instruct-v1:0", "meta"),
     ("together/meta-llama/Llama-3.3-70B-Instruct-Turbo", "meta"),
     ("deepseek-chat", "deepseek"),
