@@ -123,7 +123,11 @@ def show_run(folder: RunFolder) -> int:
     facts.append(("rows", f"{total - not_graded} graded of {total} ({not_graded} not graded, "
                           f"{summary.get('refused_rows', 0)} refused{scaled})"))
     facts.append(("cost", usd(summary.get("cost_usd"))))
-    facts.append(("responses", manifest.get("responses_path") or f"asked: {', '.join(manifest.get('models', []))}"))
+    if manifest.get("command") == "inspect":  # a scorer's samples, handed over one by one
+        responses = "the samples an inspect scorer handed over (inspect_samples.jsonl)"
+    else:
+        responses = manifest.get("responses_path") or f"asked: {', '.join(manifest.get('models', []))}"
+    facts.append(("responses", responses))
     pairs(f"run {folder.path.name}{label}", facts)
     if summary.get("scaled_rows", 0) < summary["rows_total"] and summary.get("models"):
         print_leaderboard(summary, "leaderboard (council score, 95% bootstrap interval over items)")

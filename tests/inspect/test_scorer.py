@@ -23,6 +23,7 @@ from inspect_ai.scorer import Target, match
 from inspect_ai.solver import TaskState, generate
 
 import council as council_package
+from council.cli import main
 from council.core.errors import ConfigError
 from council.core.schema import BankItem
 from council.protocol.config import CouncilConfig
@@ -59,7 +60,7 @@ def run_eval(scorer, model: str, log_dir: Path, log_format: str = "eval"):  # no
     return read_eval_log(logs[0].location)
 
 
-def test_every_sample_of_an_eval_has_a_council_score(tmp_path):
+def test_every_sample_of_an_eval_has_a_council_score(tmp_path, capsys):
     log = run_eval(council(simulate=True, runs_dir=str(tmp_path / "runs")), "mockllm/model", tmp_path / "logs")
     assert len(log.samples) == len(QUESTIONS)
     runs = set()
@@ -81,6 +82,10 @@ def test_every_sample_of_an_eval_has_a_council_score(tmp_path):
     assert verdicts(folder) == consensus(log)  # written when the task ended, as a run writes them at its end
     assert json.loads((folder / "summary.json").read_text())["complete"]
     assert folder.resolve() not in {path for path, _ in _sessions}  # its judges and provider closed with the task
+    capsys.readouterr()
+    assert main(["show", "--runs-dir", str(tmp_path / "runs"), folder.name]) == 0  # a council run like any other
+    shown = capsys.readouterr().out
+    assert f"rows: {len(QUESTIONS)} graded of {len(QUESTIONS)}" in shown and "an inspect scorer handed over" in shown
     before = (folder / "verdicts.jsonl").read_bytes()
     rescore(RunFolder.open(folder))  # the run scored from its archive alone, as ``council rescore`` does
     assert (folder / "verdicts.jsonl").read_bytes() == before
