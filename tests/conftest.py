@@ -45,7 +45,7 @@ LONGEST_S = {
     "tests/council/test_crossjudge_run.py": 34, "tests/service/test_service.py": 31,
     "tests/council/test_scheduling.py": 30, "tests/council/test_crash_resume.py": 27,
     "tests/council/test_run_states.py": 26, "tests/service/test_durability.py": 25, "tests/council/test_cli.py": 25,
-    "tests/inspect/test_scorer.py": 45, "tests/inspect/test_retry.py": 32, "tests/inspect/test_interrupt.py": 20,
+    "tests/inspect/test_scorer.py": 45, "tests/inspect/test_retry.py": 27, "tests/inspect/test_interrupt.py": 20,
 }
 
 

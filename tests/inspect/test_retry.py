@@ -17,6 +17,7 @@ import sys
 import time
 from pathlib import Path
 
+from inspect_ai import eval
 from inspect_ai.log import read_eval_log
 
 from council.sim import SimConfig
@@ -63,7 +64,7 @@ def rows_voted(runs: Path) -> int:
                 for line in path.read_text().splitlines() if line.endswith("}")})
 
 
-def test_a_killed_eval_retried_reuses_its_votes_and_ends_with_the_whole_eval(tmp_path):
+def test_a_killed_eval_retried_reuses_its_votes_and_ends_with_the_whole_eval(tmp_path, monkeypatch):
     (tmp_path / "task.py").write_text(TASK)
     sim = SimConfig.planted(0).model_dump(mode="json")
     for vendor in sim["vendors"].values():
@@ -88,11 +89,12 @@ def test_a_killed_eval_retried_reuses_its_votes_and_ends_with_the_whole_eval(tmp
     held = archived_calls(first)[0]
 
     finished(inspect("eval-retry", str(log), cwd=tmp_path, env=env))
-    whole = inspect("eval", "task.py", "-T", "runs=whole", cwd=tmp_path, env=env)
-    finished(whole)
-    logs = {p: read_eval_log(str(p)) for p in (tmp_path / "logs").glob("*.eval") if p != log}
-    (retried,) = [v for v in logs.values() if v.eval.task_args == {"runs": "runs"}]
-    (uninterrupted,) = [v for v in logs.values() if v.eval.task_args == {"runs": "whole"}]
+    (retried,) = [read_eval_log(str(p)) for p in (tmp_path / "logs").glob("*.eval") if p != log]
+    monkeypatch.chdir(tmp_path)  # the same task, never interrupted, run here (its paths are relative)
+    (uninterrupted,) = eval("task.py", task_args={"runs": "whole"}, log_dir=str(tmp_path / "whole-logs"),
+                            display="none")
+    assert uninterrupted.status == "success", uninterrupted.error
+    uninterrupted = read_eval_log(uninterrupted.location)
     assert retried.status == "success" and retried.eval.task_id == killed.eval.task_id
     scores = {s.id: s.scores["council"].value for s in retried.samples}
     assert len(scores) == SAMPLES and scores == {s.id: s.scores["council"].value for s in uninterrupted.samples}
