@@ -221,7 +221,7 @@ def task_started(eval_id: str, task_id: str) -> None:
 
 
 async def end_of_eval(eval_id: str) -> None:
-    """The results of every run folder eval ``eval_id`` graded into; the sessions no other eval of this loop
+    """The results of every run folder eval ``eval_id`` graded into; then the sessions no other eval of this loop
     still uses are closed."""
     loop = id(asyncio.get_running_loop())
     for key, found in list(_sessions.items()):
@@ -229,11 +229,11 @@ async def end_of_eval(eval_id: str) -> None:
             continue
         found.evals.discard(eval_id)
         try:
+            await asyncio.to_thread(found.write_results)
+        finally:
             if not found.evals:
                 del _sessions[key]
                 await found.close()
-        finally:
-            await asyncio.to_thread(found.write_results)
 
 
 @atexit.register
@@ -243,8 +243,9 @@ def _at_exit() -> None:
         if found.unsummarised:
             try:
                 found.write_results()
+                written = [n for n in ("summary.json", "verdicts.jsonl", "report.html") if (found.folder.path / n).exists()]
                 print(f"grading-council: the results of run {found.run_id} are in {found.folder.path} "
-                      "(summary.json, verdicts.jsonl, report.html)", file=sys.stderr)
+                      f"({', '.join(written)})", file=sys.stderr)
             except Exception as exc:  # noqa: BLE001 - the votes are archived; ``council rescore RUN`` writes them
                 _log.warning("inspect.results_failed", run_id=found.run_id, error=f"{type(exc).__name__}: {exc}")
                 print(f"grading-council: the results of run {found.run_id} could not be written ({exc}); "
