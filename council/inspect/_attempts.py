@@ -56,9 +56,9 @@ def merge_earlier(folder: RunFolder, runs_dir: Path, earlier: list[str], vendor_
                                       context={"vendor_map": vendor_map}) if r.row_id not in have]
         if not rows:
             continue
-        wanted = {r.row_id for r in rows}
+        wanted, answered = {r.row_id for r in rows}, {r.item_id for r in rows}
         new_items = [i for i in iter_jsonl(source.path / ITEMS, BankItem, missing_ok=True)
-                     if i.id not in items and any(r.item_id == i.id for r in rows)]
+                     if i.id not in items and i.id in answered]
         append(folder.path / ITEMS, [i.model_dump(mode="json") for i in new_items])
         append(folder.path / ROWS, [r.model_dump(mode="json") for r in rows])
         folder.append_many(rec.model_copy(update={"reused_from": rec.reused_from or run})
