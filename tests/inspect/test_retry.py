@@ -4,8 +4,9 @@ retry's run folder reuses every vote the killed attempt archived (the mock model
 for the rest only, and ends holding the whole eval: the scores and votes of an eval never interrupted.
 
 Samples run five at a time (``--max-samples 5``) against judges that answer in about 0.1 s, so the samples end
-in waves; the attempt is frozen (SIGSTOP) and killed once the votes of a second wave are being archived, when the
-log holds some samples and not others."""
+in waves; the attempt is frozen (SIGSTOP) and killed once an eleventh sample's votes are being archived (a sample
+starts when another has ended, so six or more have, each written to the log as it ends: ``--log-buffer 1``),
+when the log holds some samples and not others."""
 
 from __future__ import annotations
 
@@ -75,7 +76,7 @@ def test_a_killed_eval_retried_reuses_its_votes_and_ends_with_the_whole_eval(tmp
     attempt = inspect("eval", "task.py", "--max-samples", "5", "--log-buffer", "1", cwd=tmp_path, env=env)
     try:
         deadline = time.monotonic() + 120
-        while attempt.poll() is None and time.monotonic() < deadline and rows_voted(tmp_path / "runs") <= 5:
+        while attempt.poll() is None and time.monotonic() < deadline and rows_voted(tmp_path / "runs") <= 10:
             time.sleep(0.01)
         attempt.send_signal(signal.SIGSTOP)
         assert attempt.poll() is None, "the eval ended before it could be killed"
