@@ -453,13 +453,17 @@ def _grade(args: argparse.Namespace, command_line: str) -> int:
 
         def start(stop: StopControl) -> Awaitable[RunResult]:
             # report.html is drawn by a child process while the results are printed and Ray stops; a run
-            # stopped before its end gets none (`council report RUN` draws it).
+            # stopped before its end gets none (`council report RUN` draws it). The child imports matplotlib
+            # first (about a second): with Ray it starts as the grading ends (Ray's start and actors keep both
+            # cores busy before), locally with the run, so that its imports are done by then.
             def graded() -> None:  # Ray stops, and the report's child starts, while the run is scored
                 if not raycluster.still_starting():
                     stopping.append(raycluster.shutdown_ray_soon(hooks.timings))
-                if not stop.requested and not no_report:
+                if not stop.requested and not no_report and not drawing:
                     drawing.append(ReportDrawing())
 
+            if args.backend == "local" and not no_report:
+                drawing.append(ReportDrawing())
             hooks.on_graded = graded
             hooks.report = lambda run_dir: None if stop.requested else [d.draw(run_dir) for d in drawing]
             if resume is not None:
