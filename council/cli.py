@@ -483,7 +483,11 @@ def _grade(args: argparse.Namespace, command_line: str) -> int:
 
         try:
             result = _with_signals(start)
-        except Stopped as exc:
+        except BaseException as exc:  # no run to draw: a local run's child, started with it, ends here
+            for report in drawing:
+                report.stop()
+            if not isinstance(exc, Stopped):
+                raise
             say(f"[yellow]{escape(str(exc))}[/yellow]", to=console)
             return _exit(EXIT_SIGNAL["interrupt"])
         board.phase = "report"

@@ -167,3 +167,24 @@ def test_a_base_url_without_v1_ends_the_run_at_once(tmp_path, capsys):
         proc.wait(timeout=10)
     err = capsys.readouterr().err
     assert code == 5 and "HTTP 404" in err and "missing /v1" in err and "Traceback" not in err
+
+
+@pytest.mark.report_at_end
+@pytest.mark.parametrize("failure", ["provider", "options"])
+def test_a_local_run_that_fails_leaves_no_report_child(tmp_path, failure):
+    """A local run starts its report's child with it (so that matplotlib is imported by the end of the grading);
+    a run that ends in error, with no report to draw, ends that child too: a provider that cannot be reached
+    (the run ends, stopped), or options refused once the run has begun (an error out of it)."""
+    import psutil
+
+    url = f"http://127.0.0.1:{_free_port()}/v1"
+    args = ["run", "--backend", "local", "--runs-dir", str(tmp_path / "runs"), "--run-id", "x", "--provider-url", url]
+    if failure == "options":
+        responses = tmp_path / "responses.jsonl"
+        responses.write_text("")
+        args += ["--models", "openai/gpt-4o", "--responses", str(responses)]
+    code = main(args)
+    assert code == (5 if failure == "provider" else 2)
+    left = [c.cmdline() for c in psutil.Process().children(recursive=True) if c.is_running()]
+    assert not [c for c in left if "council.report" in c], left
+    assert not (tmp_path / "runs" / "x" / "report.html").exists()
