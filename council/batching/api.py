@@ -32,7 +32,7 @@ from council.transport.batch_formats import (
     ANTHROPIC_MAX_REQUESTS, OPENAI_MAX_LINES, BatchOutcome, BatchRequest, anthropic_batches, openai_files,
     read_anthropic_results, read_openai_results,
 )
-from council.transport.client import RETRYABLE_STATUS, one_line, safe_url
+from council.transport.client import RETRYABLE_STATUS, full_jitter, one_line, safe_url
 from council.transport.wire import wire_for
 
 METADATA_KEY = "council_batch"  # an OpenAI batch's metadata field holding our id for it
@@ -133,7 +133,7 @@ class _Http:
                 raise Unsure(f"{self.where}: {method} {path}: {self.said(status, body)}", status=status,
                              attempts=attempt)
             if attempt < policy.max_attempts:
-                await asyncio.sleep(self._rng.uniform(0, min(policy.max_delay_s, policy.base_delay_s * 2 ** attempt)))
+                await asyncio.sleep(full_jitter(policy, self._rng, attempt + 1))  # a first retry waits up to 2x base
         raise ProviderError(f"{self.where}: {method} {path}: {self.said(status, body)} after {policy.max_attempts} "
                             "attempts", status=status, attempts=policy.max_attempts)
 

@@ -25,6 +25,8 @@ from typing import Any
 
 import orjson
 
+from council.store.archive import cut_torn_line
+
 JOURNAL = "batches.jsonl"
 STATUS = "batches.json"
 
@@ -81,14 +83,10 @@ class Journal:
         if data and not data.endswith(b"\n"):
             lines = lines[:-1]  # a torn last line: its step never happened as far as the run knows
             if not self.readonly:
-                self._truncate_to(len(data) - len(data.rsplit(b"\n", 1)[-1]))
+                cut_torn_line(self.path)
         for line in lines:
             if line.strip():
                 self._apply(orjson.loads(line))
-
-    def _truncate_to(self, size: int) -> None:
-        with open(self.path, "r+b") as handle:
-            handle.truncate(size)
 
     def _apply(self, event: dict[str, Any]) -> None:
         kind = event.pop("event")

@@ -23,7 +23,8 @@ from council.core.schema import JudgeCallRecord, MemberSpec, Usage
 from council.protocol.config import BatchSettings, JudgeParams, VendorSettings
 from council.protocol.prompts import repair_messages
 from council.transport.batch_formats import BatchError
-from council.transport.judge import Call, Judge, JudgeTask, one_request, read_vote, split_usage, vote_record
+from council.transport.judge import (Call, Judge, JudgeTask, one_request, read_vote, request_bounds, split_usage,
+                                     vote_record)
 from council.transport.wire import Reply
 
 
@@ -49,9 +50,6 @@ class BatchJudge:
     def submit(self, task: JudgeTask) -> asyncio.Future[JudgeCallRecord]:
         return asyncio.ensure_future(self._vote(task))
 
-    async def grade_batch(self, tasks: list[JudgeTask]) -> list[JudgeCallRecord | BaseException]:
-        return list(await asyncio.gather(*(self.submit(t) for t in tasks), return_exceptions=True))
-
     def cancel_queued(self, exc: BaseException) -> int:
         """A stop: every waiting vote fails at once. Those in an open batch are not lost: the journal holds it, and
         a resume polls it (their answer may be hours away, longer than a stop's grace period is worth)."""
@@ -69,7 +67,7 @@ class BatchJudge:
         call). While it waits, nothing of its prompt is held here: a batch holds it, and it is made again from
         ``task`` if it must be sent again."""
         call = Call()
-        max_tokens, fmt = one_request(self.params, task)[1:]
+        max_tokens, fmt = request_bounds(self.params, task)
         call.max_tokens, call.attempts = max_tokens, 1
         outcome, batch_id, share = await self.sender.outcome(task.request_key, lambda: one_request(self.params, task)[0],
                                                        max_tokens, fmt)
@@ -104,6 +102,7 @@ class BatchJudge:
         usage = share_of(reply.usage, share)
         prices = self.prices if batch_id is not None or self.fallback is None else self.fallback.prices
         return usage, usage.cost_usd(*prices)
+
 
 def share_of(usage: Usage, share: tuple[int, int]) -> Usage:
     """Vote ``index``'s part of a request's usage shared by ``n`` votes (the parts add up to the whole); nothing

@@ -255,10 +255,9 @@ class BatchSender:
 
     def _room_now(self) -> tuple[int, int | None]:
         """Requests and prompt tokens the vendor's queue takes now (None: no token limit)."""
-        open_requests = sum(len(o.entry.keys) for o in self._open.values())
         open_tokens = sum(o.entry.tokens for o in self._open.values())
         limits = [x for x in (self.settings.batch_queue_requests, self._queue_limit) if x]
-        requests = min(limits) - open_requests if limits else 1 << 62
+        requests = min(limits) - self._open_requests() if limits else 1 << 62
         tokens = self.settings.batch_queue_tokens - open_tokens if self.settings.batch_queue_tokens else None
         return requests, tokens
 
@@ -291,8 +290,8 @@ class BatchSender:
                 self.stats.queue_waits += 1
                 self._room.clear()
                 if not self._open:
-                    if room_tokens is not None and next(iter(self._queued.values())).tokens > self.settings.batch_queue_tokens:
-                        want = next(iter(self._queued.values()))
+                    want = next(iter(self._queued.values()))
+                    if room_tokens is not None and want.tokens > self.settings.batch_queue_tokens:
                         self._fail([want.request.custom_id], ProviderUnavailable(
                             f"{self.vendor}: a request of about {want.tokens} tokens is over batch_queue_tokens "
                             f"({self.settings.batch_queue_tokens})"))
@@ -371,8 +370,10 @@ class BatchSender:
     def _learned_limit(self, refused: int) -> int:
         """Requests the provider's queue is taken to hold after it refused a batch of ``refused``: what is open now,
         or half the refused batch when nothing of ours is open (forgotten when a batch of ours ends)."""
-        open_requests = sum(len(o.entry.keys) for o in self._open.values())
-        return open_requests or max(1, refused // 2)
+        return self._open_requests() or max(1, refused // 2)
+
+    def _open_requests(self) -> int:
+        return sum(len(o.entry.keys) for o in self._open.values())
 
     def _requeue(self, wants: list[_Want], *, front: bool = False) -> None:
         for want in wants:

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 
 import orjson
 
+from council.batching.routing import with_batching
 from council.core import logs
 from council.core.errors import ConfigError, ProviderUnavailable
 from council.core.schema import BankItem, JudgeCallRecord, ResponseRow, RowVerdict, RunManifest
@@ -47,7 +48,8 @@ from council.protocol.config import CouncilConfig
 from council.protocol.deliberation import Rule
 from council.protocol.panels import METHODOLOGY_VERSION
 from council.protocol.prompts import prompt_hashes
-from council.run.runner import package_versions, provider_endpoint, report_at_end, reusable_votes
+from council.run.runner import (package_versions, provider_endpoint, report_at_end, reusable_votes,
+                                sim_behaviour, start_embedded)
 from council.scoring.scoring import rescore, row_verdict
 from council.store.runfolder import (ITEMS, MANIFEST, ROWS, ArchiveIndex, RunFolder, dump_json, iter_jsonl,
                                     run_path)
@@ -98,6 +100,7 @@ class Session:
         self._stopped: tuple[str, str] | None = None  # why this session's rows stopped being graded (the first)
         self.evals: set[str] = set()  # the evals whose samples this session grades, until each task ends
         self.unsummarised = False  # rows graded since the run's results were last written
+        self._state: tuple[str, ...] | None = None  # what this session last wrote to state.json
 
     @property
     def run_id(self) -> str:
@@ -122,15 +125,21 @@ class Session:
         except (BudgetExhausted, ProviderUnavailable) as exc:  # the votes that did return are archived
             stopped, records, refused = str(exc), [], False
             self._stopped = self._stopped or ("budget" if isinstance(exc, BudgetExhausted) else "error", stopped)
-            self.folder.write_state("stopped", *self._stopped)
+            self._write_state("stopped", *self._stopped)
         reason = self.folder.read_refused().get(row.row_id) if refused else None
         verdict = row_verdict(row, records, self.config.roster, self.config.self_exclusion, self.config.quorum,
                               deliberation=Rule.of(self.config), refused=refused, item=item)
         if self._stopped is None:
-            self.folder.write_state("finished")  # every row handed to the run so far is through (rescore reads it)
+            self._write_state("finished")  # every row handed to the run so far is through (rescore reads it)
         if self._sim is not None:
             self.folder.write_bytes("provider_stats.json", dump_json(await self._sim.stats()))
         return Graded(verdict, records, reason, self.run_id, stopped)
+
+    def _write_state(self, *state: str) -> None:
+        """``state.json``, written when it changes (not again for every row that leaves it as it was)."""
+        if state != self._state:
+            self.folder.write_state(*state)
+            self._state = state
 
     def write_results(self) -> None:
         """What ``council run`` writes at its end, from the folder alone (with the samples earlier attempts of the
@@ -178,20 +187,12 @@ class Session:
                 self._reusable = reusable_votes(self.folder.path.parent, self.manifest.reuse_from)
                 url = self._provider_url
                 if self.simulate:
-                    from council.sim import SimConfig, TruthTable, start_sim
-
-                    sim_config = (SimConfig.model_validate(self.manifest.sim_config) if self.manifest.sim_config
-                                  else SimConfig.planted(self.config.seed))
-                    self._sim = await start_sim(sim_config, TruthTable.from_rows(self.items.values(),
-                                                                                 self.rows.values()))
+                    self._sim = await start_embedded(self.manifest, self.items.values(), self.rows.values(),
+                                                     on_this_loop=True)
                     url = self._sim.url
                 assert url is not None
                 endpoints = {v: provider_endpoint(url, self.config) for v in self.config.roster_vendors}
-                self._pool = LocalPool(self.config, endpoints)
-                if self.config.batching:  # those vendors' votes go through their batch API, journalled in the folder
-                    from council.batching.pool import BatchingPool
-
-                    self._pool = BatchingPool(self._pool, self.config, endpoints, self.folder.path, self._pool.judges)
+                self._pool = with_batching(LocalPool(self.config, endpoints), self.config, endpoints, self.folder.path)
             found = self._coordinators.get(row.model)
             if found is None:
                 # its patterns (about two seconds, cached) compiled off the loop that runs inspect's samples
@@ -296,20 +297,12 @@ def _open(runs_dir: Path, run_id: str, config: CouncilConfig, simulate: bool, pr
         prompt_hashes=prompt_hashes(config.judge.prompt_version), methodology_version=METHODOLOGY_VERSION,
         bank_path="", responses_path="", dataset_fingerprint="", responses_fingerprint="", rows=0,
         versions=package_versions(), config=config.model_dump(mode="json"),
-        sim_config=_sim_config(config, sim_config) if simulate else None,
+        sim_config=sim_behaviour(sim_config, config.seed) if simulate else None,
         reuse_from=earlier_attempts(runs_dir, task[0], run_id) if task is not None else [],
     )
     folder.write_json(MANIFEST, manifest.model_dump(mode="json"))
     folder.write_state("running")
     return Session(folder, config, manifest, simulate, provider_url)
-
-
-def _sim_config(config: CouncilConfig, path: Path | None) -> dict:
-    """The embedded provider's behaviour (``path``'s, else the planted one), recorded so that a later process
-    starts the same one."""
-    from council.sim import SimConfig
-
-    return (SimConfig.from_file(path) if path else SimConfig.planted(config.seed)).model_dump(mode="json")
 
 
 def known_samples(runs_dir: Path) -> dict[str, str]:

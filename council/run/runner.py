@@ -33,6 +33,7 @@ from council.core import logs
 from council.core.threads import in_thread
 from council.core.errors import ConfigError, InputError, ProviderUnavailable, RunFolderError
 from council.core.schema import BankItem, ElicitedRecord, JudgeCallRecord, ResponseRow, ResumeEntry, RunManifest
+from council.batching.routing import with_batching
 from council.grading.budget import Budget
 from council.grading.coordinator import Coordinator, VoteKey, round_two_anonymiser
 from council.grading.stop import StopControl, Stopped
@@ -163,7 +164,7 @@ async def run_council(
                                        on_row=lambda _row: _unless_stopped(stop))
     _unless_stopped(stop)
     reusable = reusable_votes(req.runs_dir, req.reuse_from)
-    sim_config = _sim_config(req) if req.provider_url is None else None
+    sim_config = sim_behaviour(req.sim_config, req.config.seed) if req.provider_url is None else None
     folder = RunFolder.create(req.runs_dir, req.run_id or new_run_id(), compress=req.config.compress_archive)
     if req.models:
         info = RowsInfo()
@@ -507,10 +508,7 @@ async def _grade_here(
         from council.grading.pools import LocalPool
 
         pool = LocalPool(config, endpoints, models, ledger=hooks.ledger, holder=hooks.holder)
-    if config.batching:
-        from council.batching.pool import BatchingPool
-
-        pool = BatchingPool(pool, config, endpoints, folder.path, getattr(pool, "judges", None))
+    pool = with_batching(pool, config, endpoints, folder.path)
     stop.on_request(lambda: asyncio.ensure_future(pool.cancel_queued()))  # queued votes are never sent
     tasks = [ElicitTask(row_id=f"{i.id}::{m}", item_id=i.id, model=m, vendor=config.vendor_of(m), prompt=i.prompt,
                         request_key=elicit_key(m, i.prompt, config.elicit_max_tokens))
@@ -603,8 +601,8 @@ def check_budget(config: CouncilConfig, models: list[str]) -> None:
                           f"model_prices in --config)")
 
 
-async def start_embedded(manifest: RunManifest, items: Iterable[BankItem],
-                         rows: Iterable[ResponseRow]) -> SimProcess | SimServer:
+async def start_embedded(manifest: RunManifest, items: Iterable[BankItem], rows: Iterable[ResponseRow], *,
+                         on_this_loop: bool = False) -> SimProcess | SimServer:
     """The embedded provider of a simulated run, started with the run's own behaviour (the planted one at the
     run's seed when it recorded none) and told the truth of ``rows``, and primed with the truth of every answer
     the run's models under test give. Answers are a pure function of the request, so a provider started for
@@ -612,7 +610,8 @@ async def start_embedded(manifest: RunManifest, items: Iterable[BankItem],
     answers given earlier, and its judges grade them against it rather than guess. For a run of at least
     ``OWN_PROCESS_ROWS`` rows it runs in a process of its own (:mod:`council.sim._process`), so that it and the
     council's client do not take turns on one event loop; a smaller run is served on this process's own loop,
-    as starting a process (about half a second of a core) would cost more than it saves."""
+    as starting a process (about half a second of a core) would cost more than it saves, and so is one whose
+    truth grows as it runs (``on_this_loop``: ``SimServer.truth`` is told of each new row)."""
     from council.sim import SimConfig, TruthTable, prime, start_sim, start_sim_process
 
     sim_config = (SimConfig.model_validate(manifest.sim_config) if manifest.sim_config
@@ -620,14 +619,15 @@ async def start_embedded(manifest: RunManifest, items: Iterable[BankItem],
     truth = TruthTable.from_rows(items, rows)
     prime(sim_config, truth, manifest.models)
     rows = manifest.rows or len(truth.questions()) * len(manifest.models)
-    return await (start_sim_process if rows >= OWN_PROCESS_ROWS else start_sim)(sim_config, truth)
+    own_process = rows >= OWN_PROCESS_ROWS and not on_this_loop
+    return await (start_sim_process if own_process else start_sim)(sim_config, truth)
 
 
-def _sim_config(req: RunRequest) -> dict[str, Any]:
+def sim_behaviour(path: Path | None, seed: int) -> dict[str, Any]:
+    """The embedded provider's behaviour a new run records: ``path``'s (a JSON file), else the planted one."""
     from council.sim import SimConfig
 
-    config = SimConfig.from_file(req.sim_config) if req.sim_config else SimConfig.planted(seed=req.config.seed)
-    return config.model_dump(mode="json")
+    return (SimConfig.from_file(path) if path else SimConfig.planted(seed=seed)).model_dump(mode="json")
 
 
 def reusable_votes(runs_dir: Path, run_ids: list[str]) -> dict[str, tuple[str, JudgeCallRecord]]:

@@ -187,7 +187,7 @@ def repair(path: Path) -> tuple[int, bytes] | None:
                 rest = handle.read()
         if rest is not None:
             replace_bytes(path, rest)
-    _cut_torn_line(path)
+    cut_torn_line(path)
     return None if rest is None else (previous, last)
 
 
@@ -210,7 +210,8 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def _cut_torn_line(path: Path) -> None:
+def cut_torn_line(path: Path) -> None:
+    """Cut a torn last line (no newline: a crash mid-write) off the plain JSONL file ``path``."""
     with open(path, "r+b") as handle:
         end = pos = handle.seek(0, os.SEEK_END)
         while pos > 0:

@@ -39,7 +39,7 @@ import orjson
 from council.core import logs
 from council.core.errors import ProviderError, ProviderUnavailable, RateLimited
 from council.core.schema import Usage
-from council.protocol.config import Endpoint
+from council.protocol.config import Endpoint, RetryPolicy
 from council.transport.breaker import Breaker
 from council.transport.limiter import Limiter
 from council.transport.quota import estimate_tokens
@@ -100,6 +100,11 @@ def _duration_s(text: str | None) -> float | None:
         return None
 
 
+def full_jitter(policy: RetryPolicy, rng: random.Random, retry: int) -> float:
+    """A random wait in [0, base * 2^(retry-1)], capped at the policy's longest (retry 1-based)."""
+    return rng.uniform(0.0, min(policy.max_delay_s, policy.base_delay_s * 2 ** (retry - 1)))
+
+
 class ChatClient:
     """Chat calls against one endpoint, for one vendor (``vendor`` names it in error messages), in the wire
     format ``api`` names. Create and use inside one event loop. With ``cache_breakpoints`` every request is sent
@@ -147,7 +152,7 @@ class ChatClient:
         policy = self.endpoint.retry
         if hint_s is not None:
             return min(policy.max_delay_s, hint_s) + self._rng.uniform(0.0, policy.base_delay_s + 0.25 * hint_s)
-        return self._rng.uniform(0.0, min(policy.max_delay_s, policy.base_delay_s * 2 ** (attempt - 1)))
+        return full_jitter(policy, self._rng, attempt)
 
     async def chat(
         self,

@@ -303,9 +303,14 @@ class Judge:
 
 def one_request(params: JudgeParams, task: JudgeTask) -> _Request:
     """Messages, output bound and response format of a request for one row alone."""
+    return single_messages(task.round, task.body), *request_bounds(params, task)
+
+
+def request_bounds(params: JudgeParams, task: JudgeTask) -> tuple[int, dict]:
+    """Output bound and response format of a request for one row alone (its messages not made)."""
     scale = task.scale
-    fmt = RESPONSE_FORMAT if scale is None else {"type": "json_schema", "json_schema": scale_schema(scale)}
-    return single_messages(task.round, task.body), params.max_tokens, fmt
+    return params.max_tokens, RESPONSE_FORMAT if scale is None else {"type": "json_schema",
+                                                                     "json_schema": scale_schema(scale)}
 
 
 def read_vote(text: str, scale: Scale | None) -> tuple[_Vote | None, ParseStatus]:
