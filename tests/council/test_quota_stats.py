@@ -151,11 +151,14 @@ def check_quota_stats(run_dir: Path, config: CouncilConfig) -> dict[str, dict]:
 
 def planted_world(tmp_path: Path) -> Path:
     """The planted provider, quick, with openai's account limited to 1200 requests a minute (429s for a council
-    that does not know it)."""
+    that does not know it). Its bucket holds one request (a 50 ms burst), so any two of openai's requests sent
+    within 50 ms of each other meet a 429, however a run spreads its rows over shards: with 1 s bursts (20
+    requests), a two-shard run sent openai's few requests too thinly to meet one, now and then."""
     sim = quiet(SimConfig.planted(1), latency_ms=1.0)
     vendors = {**sim.vendors, "openai": sim.vendors["openai"].model_copy(update={"rpm": 1200})}
     path = tmp_path / "sim.json"
-    path.write_bytes(orjson.dumps(sim.model_copy(update={"vendors": vendors}).model_dump(mode="json")))
+    sim = sim.model_copy(update={"vendors": vendors, "burst_s": 0.05})
+    path.write_bytes(orjson.dumps(sim.model_dump(mode="json")))
     return path
 
 
