@@ -3,6 +3,8 @@ other processes (or need the provider to outlive one)."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -32,6 +34,23 @@ def sim_process(config: SimConfig, folder: Path, *extra: str) -> Iterator[str]:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+@contextmanager
+def command(argv: list[str], **popen) -> Iterator[subprocess.Popen]:
+    """``argv`` started in a session of its own; on the way out, whatever failed meanwhile, it and everything it
+    started (the embedded provider's process, the report's child) are killed if still running, so that a
+    failing test leaves nothing grading in the background of the rest of the suite."""
+    proc = subprocess.Popen(argv, start_new_session=True, **popen)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.communicate()
 
 
 def quiet(config: SimConfig, **update: float) -> SimConfig:

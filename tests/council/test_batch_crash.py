@@ -16,7 +16,7 @@ import pytest
 
 from council.batching.journal import JOURNAL
 from council.sim import SimConfig
-from tests.council._provider import council, quiet, sim_process
+from tests.council._provider import command, council, quiet, sim_process
 from tests.council.test_end_to_end import lines, subset
 
 ITEMS = 12  # of the sample's 160: 72 rows
@@ -103,14 +103,14 @@ def test_kill_9_in_each_phase_then_resume_pays_each_request_once(tmp_path, provi
     for i, (name, reached) in enumerate(phases):
         args = (("run", "--run-id", "crashed", *rows, "--config", str(config), *common) if i == 0
                 else ("run", "--resume", "crashed", *common))
-        proc = subprocess.Popen(council(*args), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not reached(crash) and proc.poll() is None:
-            time.sleep(0.005)
-        assert proc.poll() is None, f"{name}: the run ended before it could be killed"
-        assert reached(crash), f"{name}: not reached within 60 s"
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
+        with command(council(*args), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as proc:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and not reached(crash) and proc.poll() is None:
+                time.sleep(0.005)
+            assert proc.poll() is None, f"{name}: the run ended before it could be killed"
+            assert reached(crash), f"{name}: not reached within 60 s"
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
         if i == 0:
             unheard = provider_batches(provider) - before
         if name == "waiting":  # where it stands, from the run folder alone

@@ -13,7 +13,7 @@ import orjson
 import pytest
 
 from council.sim import SimConfig
-from tests.council._provider import council, quiet, sim_process
+from tests.council._provider import command, council, quiet, sim_process
 from tests.council.test_end_to_end import subset
 
 CONCURRENCY = 4  # per vendor: keeps the run long enough to be killed at chosen points
@@ -65,14 +65,14 @@ def test_sigkill_at_five_points_then_resume(tmp_path, provider):
     for i, fraction in enumerate((0.08, 0.25, 0.45, 0.65, 0.85)):
         args = (("run", "--run-id", "crashed", *rows, *common) if i == 0
                 else ("run", "--resume", "crashed", *common[:-2]))
-        proc = subprocess.Popen(council(*args), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if crash_dir.exists() and sum(archived_calls(crash_dir)[1:]) >= fraction * total_votes:
-                break
-            time.sleep(0.02)
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
+        with command(council(*args), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as proc:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                if crash_dir.exists() and sum(archived_calls(crash_dir)[1:]) >= fraction * total_votes:
+                    break
+                time.sleep(0.02)
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
         time.sleep(0.3)  # requests the dead client had sent are answered (and billed) by now
         calls, r1, r2 = archived_calls(crash_dir)
         assert r1 < total_votes / 2 or r2 < total_votes / 2, "killed too late"

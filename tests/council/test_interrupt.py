@@ -15,7 +15,7 @@ import orjson
 import pytest
 
 from council.sim import SimConfig
-from tests.council._provider import council, quiet, sim_process
+from tests.council._provider import command, council, quiet, sim_process
 from tests.council.test_crash_resume import archived_calls
 from tests.council.test_end_to_end import lines
 
@@ -65,19 +65,19 @@ def test_a_signal_stops_cleanly_and_the_run_resumes(tmp_path, provider, whole, b
     total = sum(archived_calls(reference)[1:])
 
     before = stats(provider)
-    proc = subprocess.Popen(council("run", "--run-id", "cut", *common, "--config", str(config)),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and sum(archived_calls(runs / "cut")[1:] if (runs / "cut").exists()
-                                              else (0, 0)) < 0.3 * total:
-        time.sleep(0.05)
-    at_signal = stats(provider)
-    in_flight = at_signal["requests"] - at_signal["billed"] - at_signal["rate_limited"] - at_signal["errors"]
-    assert in_flight > 0, at_signal  # the signal lands while calls are in flight
-    signalled = time.monotonic()
-    os.killpg(proc.pid, signum)  # the whole group, as a terminal's Ctrl-C
-    out, err = proc.communicate(timeout=30)
-    took = time.monotonic() - signalled
+    with command(council("run", "--run-id", "cut", *common, "--config", str(config)),
+                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and sum(archived_calls(runs / "cut")[1:] if (runs / "cut").exists()
+                                                  else (0, 0)) < 0.3 * total:
+            time.sleep(0.05)
+        at_signal = stats(provider)
+        in_flight = at_signal["requests"] - at_signal["billed"] - at_signal["rate_limited"] - at_signal["errors"]
+        assert in_flight > 0, at_signal  # the signal lands while calls are in flight
+        signalled = time.monotonic()
+        os.killpg(proc.pid, signum)  # the whole group, as a terminal's Ctrl-C
+        out, err = proc.communicate(timeout=30)
+        took = time.monotonic() - signalled
     assert proc.returncode == 128 + signum, (proc.returncode, err)
     assert took < 10, took
     assert "council run --resume cut" in err.replace("\n", " ")
@@ -110,18 +110,17 @@ def test_a_second_ctrl_c_stops_at_once(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("twice")
     with sim_process(slow, tmp) as url:
         runs = tmp / "runs"
-        proc = subprocess.Popen(council("run", "--backend", "local", "--provider-url", url, "--runs-dir", str(runs),
-                                        "--run-id", "twice"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True, start_new_session=True)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not (runs / "twice" / "round1.jsonl").exists():
-            time.sleep(0.05)  # some calls have come back: others are in flight
-        os.killpg(proc.pid, signal.SIGINT)
-        time.sleep(0.3)
-        second = time.monotonic()
-        os.killpg(proc.pid, signal.SIGINT)
-        _, err = proc.communicate(timeout=30)
-        took = time.monotonic() - second
+        with command(council("run", "--backend", "local", "--provider-url", url, "--runs-dir", str(runs),
+                             "--run-id", "twice"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and not (runs / "twice" / "round1.jsonl").exists():
+                time.sleep(0.05)  # some calls have come back: others are in flight
+            os.killpg(proc.pid, signal.SIGINT)
+            time.sleep(0.3)
+            second = time.monotonic()
+            os.killpg(proc.pid, signal.SIGINT)
+            _, err = proc.communicate(timeout=30)
+            took = time.monotonic() - second
     assert proc.returncode == 130 and "stopped at once" in err, err
     assert took < 2.0, took  # not the 3 s a call in flight would take to drain
     assert lines(runs / "twice" / "round1.jsonl")  # the archive is intact and readable

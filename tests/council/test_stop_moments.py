@@ -19,7 +19,7 @@ import pytest
 
 import bank
 from council.sim import SimConfig
-from tests.council._provider import council, quiet
+from tests.council._provider import command, council, quiet
 from tests.council.test_end_to_end import lines
 
 EXIT_WITHIN_S = 3.0
@@ -94,20 +94,20 @@ def _press(argv: list[str], run: Path, moment: Callable[[Path, subprocess.Popen]
     most 120 s);
     the finished process, the seconds from the first press to its exit, and whether the moment was caught
     before the command ended by itself."""
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    deadline = time.monotonic() + 120
-    caught = False
-    while time.monotonic() < deadline and proc.poll() is None:
-        if moment(run, proc):
-            caught = True
-            break
-        time.sleep(0.005)
-    pressed = time.monotonic()
-    if caught:
-        for _ in range(presses):
-            os.killpg(proc.pid, signal.SIGINT)
-            time.sleep(0.05)
-    out, err = proc.communicate(timeout=60)
+    with command(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+        deadline = time.monotonic() + 120
+        caught = False
+        while time.monotonic() < deadline and proc.poll() is None:
+            if moment(run, proc):
+                caught = True
+                break
+            time.sleep(0.005)
+        pressed = time.monotonic()
+        if caught:
+            for _ in range(presses):
+                os.killpg(proc.pid, signal.SIGINT)
+                time.sleep(0.05)
+        out, err = proc.communicate(timeout=60)
     return subprocess.CompletedProcess(argv, proc.returncode, out, err), time.monotonic() - pressed, caught
 
 
@@ -174,7 +174,7 @@ def test_ctrl_c_while_a_large_input_is_validated_exits_within_3_s_and_makes_no_r
     runs = tmp_path / "runs"
 
     def validating(_run: Path, proc: subprocess.Popen) -> bool:  # the command has the input open: being read
-        return any(os.path.realpath(f"/proc/{proc.pid}/fd/{fd}") == str(big) for fd in _fds(proc.pid))
+        return any(_target(proc.pid, fd) == str(big) for fd in _fds(proc.pid))
 
     done, took, caught = _press(council("run", "--backend", "local", "--simulate", "--responses", str(big),
                                         "--runs-dir", str(runs), "--progress-every", "0"), runs, validating)
@@ -191,6 +191,14 @@ def _fds(pid: int) -> list[str]:
         return os.listdir(f"/proc/{pid}/fd")
     except FileNotFoundError:
         return []
+
+
+def _target(pid: int, fd: str) -> str | None:
+    """What descriptor ``fd`` of ``pid`` refers to; None when it was closed since it was listed."""
+    try:
+        return os.readlink(f"/proc/{pid}/fd/{fd}")
+    except (FileNotFoundError, ProcessLookupError):
+        return None
 
 
 def _children(pid: int) -> list[int]:
