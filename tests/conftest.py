@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import os
+import sys
 
 import pytest
 
 # Ray reads this when first imported (a test module may import it at collection): local Ray on 127.0.0.1.
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+# The suite's processes (its workers, the command lines it runs, Ray's workers) write and reuse bytecode caches,
+# as Python does by default. With PYTHONDONTWRITEBYTECODE set, each of its few hundred processes compiled the
+# project's modules again: a six-row `council run` used 2.7 s of a core without the caches and 2.1 s with them.
+# The caches are __pycache__ folders, which git ignores.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
 
 
 @pytest.fixture(scope="module")

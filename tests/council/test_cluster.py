@@ -5,7 +5,8 @@ and three worker nodes, every socket on 127.0.0.1).
 - a worker node removed mid-run: the run completes, no row is lost, the lost worker's archived votes are served
   to its replacement, and the provider billed no more calls than an undisturbed run plus the lost worker's
   calls it had billed and the archive did not hold when the node died;
-- a vendor's quota actor killed mid-run is restarted and the run completes with the same verdicts.
+- a vendor's quota actor killed mid-run is restarted and the run completes with the same verdicts;
+- the embedded provider, which only this machine can reach, is refused on a cluster of several nodes.
 
 The provider is the embedded one, served as its own process on 127.0.0.1 (every node of this cluster shares
 that address); one provider process per run, so its billing counts belong to that run alone.
@@ -286,3 +287,18 @@ async def test_a_sharded_budget_holds_across_workers(tmp_path, local_cluster, un
     assert resumed.complete, (resumed.summary["state"], resumed.summary["not_graded_rows"], resumed.summary["cost_usd"],
                               full_cost)
     assert lines(resumed.run_dir / "verdicts.jsonl") == lines(reference.run_dir / "verdicts.jsonl")
+
+
+def test_the_embedded_provider_is_refused_on_a_cluster_it_cannot_serve(tmp_path, local_cluster):
+    """`council run` joining this cluster with the embedded provider: judges on the other nodes could not reach a
+    provider bound to the driver's loopback (on a real cluster they are other machines), so the run is refused
+    with a clear message instead of failing silently."""
+    import subprocess
+
+    from tests.council._provider import council
+
+    cluster, _ = local_cluster
+    done = subprocess.run(council("run", "--backend", "ray", "--ray-address", cluster.address, "--runs-dir",
+                                  str(tmp_path / "runs")), capture_output=True, text=True, timeout=180)
+    assert done.returncode == 2, (done.stdout[-1000:], done.stderr[-2000:])
+    assert "other nodes of the cluster cannot reach" in done.stderr

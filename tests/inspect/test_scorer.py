@@ -326,7 +326,7 @@ def test_inspect_score_finds_the_scorer_of_an_installed_package(tmp_path):
     shutil.copytree(Path(council_package.__file__).parent, installed / "council",
                     ignore=shutil.ignore_patterns("__pycache__"))
     log = run_eval(match(), "mockllm/model", tmp_path / "logs")
-    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}, "NO_COLOR": "1",
+    env = {**os.environ, "NO_COLOR": "1",  # bytecode written (tests/conftest.py): the copy's is looked for below
            "INSPECT_LOG_DIR": str(tmp_path / "logs"), "PYTHONPATH": str(installed)}
     inspect_score(Path(log.location), tmp_path / "runs", env, "append")
     scored = read_eval_log(log.location)
