@@ -435,6 +435,8 @@ def _grade(args: argparse.Namespace, command_line: str) -> int:
     drawing: list[ReportDrawing] = []
     no_report = args.no_report or os.environ.get("COUNCIL_NO_REPORT", "") not in ("", "0")
     stopping: list[threading.Thread] = []  # Ray's shutdown, under way
+    # A Ray that was up before the command (a caller's, in this process) is the caller's: left running.
+    ray_was_up = raycluster.is_up()
     with ProgressDisplay(board, args.progress_every):
         imported, skipped = None, []
         if args.command == "grade":
@@ -457,7 +459,7 @@ def _grade(args: argparse.Namespace, command_line: str) -> int:
             # first (about a second): with Ray it starts as the grading ends (Ray's start and actors keep both
             # cores busy before), locally with the run, so that its imports are done by then.
             def graded() -> None:  # Ray stops, and the report's child starts, while the run is scored
-                if not raycluster.still_starting():
+                if not ray_was_up and not raycluster.still_starting():
                     stopping.append(raycluster.shutdown_ray_soon(hooks.timings))
                 if not stop.requested and not no_report and not drawing:
                     drawing.append(ReportDrawing())

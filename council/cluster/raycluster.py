@@ -79,7 +79,7 @@ def ensure_ray_soon(address: str | None = None, *, num_cpus: int | None = None) 
     """:func:`ensure_ray` in a thread, so that the event loop goes on (answering a Ctrl-C, starting the
     embedded provider) while Ray starts. The thread never ends: Ray's local node processes die with the thread
     that started them (``PR_SET_PDEATHSIG``), so it lingers, idle, for the life of the process."""
-    if _ray_initialized():
+    if is_up():
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         done.set_result(None)
         return done
@@ -103,7 +103,8 @@ def still_starting() -> bool:
     return not _settled.is_set()
 
 
-def _ray_initialized() -> bool:
+def is_up() -> bool:
+    """Whether this process is connected to a Ray instance (without importing Ray when nothing has)."""
     if "ray" not in sys.modules:
         return False
     import ray
@@ -227,7 +228,7 @@ def shutdown_ray_soon(timings: Any) -> threading.Thread:
 
 
 def shutdown_ray() -> None:
-    if _ray_initialized():
+    if is_up():
         import ray
 
         ray.shutdown()

@@ -104,6 +104,17 @@ async def test_ray_backend_end_to_end(tmp_path, ray_session):
     assert {n["NodeManagerAddress"] for n in ray.nodes()} == {"127.0.0.1"}  # Ray stays on the loopback
 
 
+def test_a_command_run_where_ray_is_up_leaves_that_ray_running(tmp_path, ray_session):
+    """`council run` called by a program that has Ray up already (here the suite's) stops only a Ray it started
+    itself: a local run used to shut the caller's Ray down as its grading ended."""
+    import ray
+
+    address = ray.get_runtime_context().gcs_address
+    assert main(["run", "--backend", "local", "--simulate", "--responses", str(subset(tmp_path, 2)), "--runs-dir",
+                 str(tmp_path / "runs"), "--progress-every", "0"]) == 0
+    assert ray.is_initialized() and ray.get_runtime_context().gcs_address == address
+
+
 async def test_same_seed_same_verdicts(tmp_path):
     responses = subset(tmp_path, 6)
     a = await grade(tmp_path, responses, run_id="a", seed=3)
