@@ -45,7 +45,7 @@ from council.core.errors import ConfigError, CouncilError, InputError, ProviderU
 from council.grading.stop import StopControl, Stopped
 from council.protocol.config import CouncilConfig, validation_problems
 from council.report.background import ReportDrawing
-from council.run.runner import RunRequest, RunResult, provider_endpoint, resume_council, run_council
+from council.run.runner import RunRequest, RunResult, provider_endpoint, reports_off, resume_council, run_council
 from council.store.runfolder import MANIFEST, RunFolder
 from council.tools import loadtest
 
@@ -433,7 +433,7 @@ def _grade(args: argparse.Namespace, command_line: str) -> int:
         seats = _seats(RunFolder.open_run(args.runs_dir, resume).read_json(MANIFEST).get("roster", []))
     board = RunBoard(seats)
     drawing: list[ReportDrawing] = []
-    no_report = args.no_report or os.environ.get("COUNCIL_NO_REPORT", "") not in ("", "0")
+    no_report = args.no_report or reports_off()
     stopping: list[threading.Thread] = []  # Ray's shutdown, under way
     # A Ray that was up before the command (a caller's, in this process) is the caller's: left running.
     ray_was_up = raycluster.is_up()

@@ -15,7 +15,7 @@ from pathlib import Path
 import orjson
 
 from council.core.schema import BankItem, ResponseRow
-from council.store.runfolder import ITEMS, ROWS, RunFolder, dump_line, iter_jsonl
+from council.store.runfolder import ITEMS, ROWS, RunFolder, dump_line, iter_json, iter_jsonl
 
 TASK = "inspect_task.json"
 SAMPLES = "inspect_samples.jsonl"  # sample uuid -> row id: which run folder a log's samples were graded in
@@ -63,9 +63,8 @@ def merge_earlier(folder: RunFolder, runs_dir: Path, earlier: list[str], vendor_
         append(folder.path / ROWS, [r.model_dump(mode="json") for r in rows])
         folder.append_many(rec.model_copy(update={"reused_from": rec.reused_from or run})
                            for round_ in (1, 2) for rec in source.read_records(round_) if rec.row_id in wanted)
-        samples = source.path / SAMPLES
-        append(folder.path / SAMPLES, [entry for line in (samples.read_bytes().splitlines() if samples.exists() else [])
-                                       if line.strip() and (entry := orjson.loads(line))["row_id"] in wanted])
+        append(folder.path / SAMPLES, [entry for _, entry in iter_json(source.path / SAMPLES, missing_ok=True)
+                                       if entry["row_id"] in wanted])
         have |= wanted
         items |= {i.id for i in new_items}
         copied += len(rows)

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from inspect_ai.log._samples import sample_active
-
 from council.inspect._session import known_samples
 from council.run.runner import new_run_id
 
@@ -25,16 +23,15 @@ class RunChooser:
         self._known: dict[str, str] | None = None  # read once, at the first sample
         self._fresh: str | None = None
 
-    def choose(self, sample_uuid: str | None) -> str:
+    def choose(self, sample_uuid: str | None, eval_id: str | None) -> str:
         if self.run_id:
             return self.run_id
         if self._known is None:
             self._known = known_samples(self.runs_dir)
         if sample_uuid and sample_uuid in self._known:
             return self._known[sample_uuid]
-        active = sample_active()
-        if active is not None and active.eval_id:
-            return f"inspect-{active.eval_id}"
+        if eval_id:
+            return f"inspect-{eval_id}"
         if self._fresh is None:
             self._fresh = f"inspect-{new_run_id()}"
         return self._fresh

@@ -98,9 +98,9 @@ def council(
             return Score.unscored(reason=problem[0], explanation=problem[1], answer=state.output.completion,
                                   metadata={"actor": model})
         assert item is not None and row is not None
-        chosen = runs.choose(state.uuid)
         active = sample_active()
         eval_id = active.eval_id if active is not None else None
+        chosen = runs.choose(state.uuid, eval_id)
         try:
             run = await session(Path(runs_dir), chosen, council_config, simulate=simulated,
                                 provider_url=provider_url, sim_config=Path(sim_config) if sim_config else None,

@@ -27,13 +27,10 @@ from __future__ import annotations
 import asyncio
 import atexit
 import datetime as dt
-import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
-
-import orjson
 
 from council.batching.routing import with_batching
 from council.core import logs
@@ -48,11 +45,11 @@ from council.protocol.config import CouncilConfig
 from council.protocol.deliberation import Rule
 from council.protocol.panels import METHODOLOGY_VERSION
 from council.protocol.prompts import prompt_hashes
-from council.run.runner import (package_versions, provider_endpoint, report_at_end, reusable_votes,
+from council.run.runner import (package_versions, provider_endpoint, report_at_end, reports_off, reusable_votes,
                                 sim_behaviour, start_embedded)
 from council.scoring.scoring import rescore, row_verdict
-from council.store.runfolder import (ITEMS, MANIFEST, ROWS, ArchiveIndex, RunFolder, dump_json, iter_jsonl,
-                                    run_path)
+from council.store.runfolder import (ITEMS, MANIFEST, ROWS, ArchiveIndex, RunFolder, dump_json, iter_json,
+                                    iter_jsonl, run_path)
 
 if TYPE_CHECKING:
     from council.batching.pool import BatchingPool
@@ -148,7 +145,7 @@ class Session:
         if self.manifest.reuse_from:
             merge_earlier(self.folder, self.folder.path.parent, self.manifest.reuse_from, self.config.vendor_map)
         summary = rescore(self.folder)
-        if os.environ.get("COUNCIL_NO_REPORT", "") in ("", "0"):
+        if not reports_off():
             report_at_end(self.folder.path, _log)
         _log.info("inspect.results", run_id=self.run_id, rows=summary["rows_total"], state=summary["state"]["state"])
 
@@ -195,7 +192,7 @@ class Session:
                 self._pool = with_batching(LocalPool(self.config, endpoints), self.config, endpoints, self.folder.path)
             found = self._coordinators.get(row.model)
             if found is None:
-                # its patterns (about two seconds, cached) compiled off the loop that runs inspect's samples
+                # its patterns (about a second, cached) compiled off the loop that runs inspect's samples
                 await asyncio.to_thread(round_two_anonymiser, self.config, [row.model, row.vendor])
                 found = self._coordinators[row.model] = Coordinator(
                     self.config, self.items, self._pool, self.folder.append, extra_names=[row.model, row.vendor],
@@ -311,7 +308,6 @@ def known_samples(runs_dir: Path) -> dict[str, str]:
     in before."""
     out: dict[str, str] = {}
     for path in sorted(Path(runs_dir).glob(f"*/{SAMPLES}"), key=lambda p: (p.stat().st_mtime_ns, p.parent.name)):
-        for line in path.read_bytes().splitlines():
-            if line.strip():
-                out[orjson.loads(line)["uuid"]] = path.parent.name
+        for _, entry in iter_json(path):
+            out[entry["uuid"]] = path.parent.name
     return out

@@ -561,6 +561,11 @@ def warm_anonymiser(config: CouncilConfig, names: Iterable[str], stop: StopContr
     round_two_anonymiser(config, names, stopped=lambda: stop.requested)
 
 
+def reports_off() -> bool:
+    """Whether ``COUNCIL_NO_REPORT`` (set, and not ``0``) leaves ``report.html`` out of the runs' ends."""
+    return os.environ.get("COUNCIL_NO_REPORT", "") not in ("", "0")
+
+
 def report_at_end(run_dir: Path, log: Any) -> None:
     """``report.html`` at the end of every run; a report that cannot be written is a warning, never a failed run
     (the results are already in the folder, and ``council report RUN`` writes it again)."""

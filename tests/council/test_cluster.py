@@ -19,6 +19,7 @@ import contextlib
 import dataclasses
 import os
 import signal
+import subprocess
 
 import orjson
 import pytest
@@ -28,7 +29,7 @@ from council.protocol.config import CouncilConfig
 from council.store.runfolder import ArchiveIndex
 from council.run.runner import RunRequest, run_council
 from council.sim import SimConfig
-from tests.council._provider import quiet, sim_process
+from tests.council._provider import council, quiet, sim_process
 from tests.council.test_end_to_end import lines, subset
 
 WORLD = quiet(SimConfig.planted(seed=0), error_rate=0.0, timeout_rate=0.0, reset_rate=0.0, bad_body_rate=0.0,
@@ -293,10 +294,6 @@ def test_the_embedded_provider_is_refused_on_a_cluster_it_cannot_serve(tmp_path,
     """`council run` joining this cluster with the embedded provider: judges on the other nodes could not reach a
     provider bound to the driver's loopback (on a real cluster they are other machines), so the run is refused
     with a clear message instead of failing silently."""
-    import subprocess
-
-    from tests.council._provider import council
-
     cluster, _ = local_cluster
     done = subprocess.run(council("run", "--backend", "ray", "--ray-address", cluster.address, "--runs-dir",
                                   str(tmp_path / "runs")), capture_output=True, text=True, timeout=180)
