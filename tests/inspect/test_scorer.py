@@ -373,3 +373,29 @@ def test_a_bad_sim_config_is_refused_when_the_scorer_is_made(tmp_path):
     bad.write_text('{"batch_completion_s": -1}')
     with pytest.raises(ConfigError, match=r"sim.json: bad simulator config: batch_completion_s"):
         council(sim_config=str(bad))
+
+
+def test_a_chat_input_with_a_system_prompt_and_few_shot_turns_is_graded_on_its_question(tmp_path):
+    """Samples whose input is a conversation, read by inspect's own ``json_dataset`` from a JSONL file as
+    benchmarks ship them (a system prompt, a worked example, then the question): the judges' question is the
+    last user message (inspect's ``input_text``), not the example nor the system prompt."""
+    from inspect_ai.dataset import json_dataset
+
+    data = tmp_path / "chat.jsonl"
+    with data.open("w") as handle:
+        for sample_id, (question, target) in QUESTIONS.items():
+            handle.write(json.dumps({"id": sample_id, "target": target, "input": [
+                {"role": "system", "content": "Answer with a number only."},
+                {"role": "user", "content": "What is 10 + 10?"},
+                {"role": "assistant", "content": "20"},
+                {"role": "user", "content": question}]}) + "\n")
+    logs = eval(Task(dataset=json_dataset(str(data)), solver=generate(),
+                     scorer=council(simulate=True, runs_dir=str(tmp_path / "runs"))),
+                model=get_model("mockllm/model", custom_outputs=answer), log_dir=str(tmp_path / "logs"), display="none")
+    log = read_eval_log(logs[0].location)
+    assert logs[0].status == "success" and len(log.samples) == len(QUESTIONS)
+    assert all(s.scores["council"].value in ("C", "I") for s in log.samples)
+    (folder,) = (tmp_path / "runs").iterdir()
+    items = {i["id"]: i for i in map(json.loads, (folder / "items.jsonl").read_text().splitlines())}
+    assert {i: item["prompt"] for i, item in items.items()} == {i: q for i, (q, _) in QUESTIONS.items()}
+    assert {i: item["reference"] for i, item in items.items()} == {i: a for i, (_, a) in QUESTIONS.items()}
