@@ -427,15 +427,7 @@ def _settled(results: list) -> list[JudgeCallRecord]:
     return results
 
 
-def round_two_anonymiser(config: CouncilConfig, extra_names: Iterable[str],
-                         stopped: Callable[[], bool] = lambda: False) -> Anonymiser:
+def round_two_anonymiser(config: CouncilConfig, extra_names: Iterable[str]) -> Anonymiser:
     """The anonymiser of a council's round two: the roster's vendors and judge models and ``extra_names`` (the
-    rows' models and vendors), with every roster vendor's patterns compiled now, before any call (about a tenth
-    of a second each; compiled patterns are cached, so a second one for the same names costs nothing), unless
-    ``stopped()`` says the run no longer needs them (the rest would be compiled at their first text)."""
-    anonymiser = Anonymiser([*config.roster_vendors, *(m.judge_model for m in config.roster), *extra_names])
-    for vendor in config.roster_vendors:
-        if stopped():
-            break
-        anonymiser.prepare(vendor)
-    return anonymiser
+    rows' models and vendors)."""
+    return Anonymiser([*config.roster_vendors, *(m.judge_model for m in config.roster), *extra_names])

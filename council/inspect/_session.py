@@ -37,7 +37,7 @@ from council.core import logs
 from council.core.errors import ConfigError, ProviderUnavailable
 from council.core.schema import BankItem, JudgeCallRecord, ResponseRow, RowVerdict, RunManifest
 from council.grading.budget import Budget, BudgetExhausted
-from council.grading.coordinator import Coordinator, round_two_anonymiser
+from council.grading.coordinator import Coordinator
 from council.grading.pools import LocalPool
 from council.grading.stop import StopControl
 from council.inspect._attempts import SAMPLES, append, earlier_attempts, merge_earlier, record_task
@@ -192,8 +192,6 @@ class Session:
                 self._pool = with_batching(LocalPool(self.config, endpoints), self.config, endpoints, self.folder.path)
             found = self._coordinators.get(row.model)
             if found is None:
-                # its patterns (about a second, cached) compiled off the loop that runs inspect's samples
-                await asyncio.to_thread(round_two_anonymiser, self.config, [row.model, row.vendor])
                 found = self._coordinators[row.model] = Coordinator(
                     self.config, self.items, self._pool, self.folder.append, extra_names=[row.model, row.vendor],
                     archived=self._index, budget=self.budget, stop=self.stop, on_refused=self._refuse,

@@ -30,12 +30,11 @@ from pydantic import ValidationError
 
 from bank import ResponsesFingerprint, check_responses, dataset_fingerprint, iter_responses, load_bank
 from council.core import logs
-from council.core.threads import in_thread
 from council.core.errors import ConfigError, InputError, ProviderUnavailable, RunFolderError
 from council.core.schema import BankItem, ElicitedRecord, JudgeCallRecord, ResponseRow, ResumeEntry, RunManifest
 from council.batching.routing import with_batching
 from council.grading.budget import Budget
-from council.grading.coordinator import Coordinator, VoteKey, round_two_anonymiser
+from council.grading.coordinator import Coordinator, VoteKey
 from council.grading.stop import StopControl, Stopped
 from council.protocol.config import CouncilConfig, Endpoint, validation_problems
 from council.protocol.panels import METHODOLOGY_VERSION
@@ -324,17 +323,15 @@ async def _drive_logged(
     timings = hooks.timings
     log = logs.get_logger("council.run").bind(run_id=folder.path.name)
     names = sorted(info.names | set(manifest.models))
-    # Ray and the embedded provider start side by side, while a thread compiles the anonymiser's patterns; a
-    # stop asked meanwhile is answered at once (nothing was sent yet).
+    # Ray and the embedded provider start side by side; a stop asked meanwhile is answered at once (nothing was
+    # sent yet).
     ray_up = _start_ray(ray_address, shards, timings) if backend == "ray" else None
     provider = (asyncio.ensure_future(timings.timed("provider start", start_embedded(manifest, items, info.read())))
                 if provider_url is None else None)
-    warm = asyncio.ensure_future(timings.timed("anonymiser", in_thread(warm_anonymiser, config, names, stop,
-                                                                          name="anonymiser")))
     started = None  # when the grading began: the run's seconds are its grading's
     outcome = Outcome(0, 0, 0, 0, None, None, {})
     try:
-        await _first_of([f for f in (ray_up, provider, warm) if f is not None], stop)
+        await _first_of([f for f in (ray_up, provider) if f is not None], stop)
         if not stop.requested:
             if ray_up is not None:
                 from council.cluster.raycluster import node_count
@@ -552,13 +549,6 @@ async def _grade_here(
         await pool.close()
     return Outcome(coordinator.issued, coordinator.served_from_archive, coordinator.abandoned, rows, coordinator.error,
                    budget, quota_stats)
-
-
-def warm_anonymiser(config: CouncilConfig, names: Iterable[str], stop: StopControl) -> None:
-    """Compile the patterns the coordinator's anonymiser will use (kept by the anonymiser's cache) now, while Ray
-    and the embedded provider start, rather than when the coordinator is built; a run stopped meanwhile leaves
-    the rest (it would hold the interpreter from the scoring of the stopped run)."""
-    round_two_anonymiser(config, names, stopped=lambda: stop.requested)
 
 
 def reports_off() -> bool:

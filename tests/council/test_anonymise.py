@@ -421,20 +421,54 @@ def test_patterns_are_built_once_per_set_of_names():
     assert first._for(None) is second._for(None) and first._for("openai") is second._for("OpenAI")
 
 
-def test_the_authors_named_up_front_are_compiled_before_their_first_text():
-    """A round-two prompt is built while other calls are in flight on the same event loop: compiling an
-    author's patterns there (about 0.1 s each) would stall them, so the coordinator names its roster up front."""
+def test_a_text_is_matched_by_a_pattern_of_only_the_names_it_may_hold():
+    """One pattern of every name took 0.08 s of a core to compile per author (half a second in each process that
+    scrubs, on the event loop of the calls in flight). A text with no name's key compiles nothing; one with keys
+    compiles a pattern of only their names' forms, once."""
     from council.protocol import anonymise
 
-    names = [*RUN_NAMES, "acme/up-front-1"]  # a set of names no other test compiles
-    anonymiser = Anonymiser(names)
-    for author in ("anthropic", "google"):
-        anonymiser.prepare(author)
-    before = anonymise._compile.cache_info()
+    anonymiser = Anonymiser([*RUN_NAMES, "acme/pattern-per-text-1"])  # a set of names no other test uses
+    forms = anonymiser._for("anthropic")
+    assert anonymiser.scrub("The response matches the reference.", "anthropic") == "The response matches the reference."
+    assert not forms._patterns
     assert anonymiser.scrub("As Sonnet, I agree.", "anthropic") == f"As {REDACTED}, I agree."
-    assert anonymiser.scrub("Flash here: correct.", "google") == f"{REDACTED} here: correct."
-    assert anonymise._compile.cache_info().misses == before.misses  # nothing compiled at the first text
-    anonymiser.scrub("Max here: correct.", "alibaba")
-    assert anonymise._compile.cache_info().misses == before.misses + 1  # an author not named is compiled then
-    anonymiser.scrub("GPT-4o said so.")
-    assert anonymise._compile.cache_info().misses == before.misses + 2  # so is anyone's, never compiled up front
+    assert anonymiser.scrub("Sonnet here: correct.", "anthropic") == f"{REDACTED} here: correct."
+    (pattern,) = forms._patterns.values()  # one set of keys, one pattern
+    whole = len(anonymise._alternation(forms.alternatives))  # one pattern of every form, not compiled
+    assert len(pattern.pattern) * 20 < whole, (len(pattern.pattern), whole)
+
+
+def _corpus(seed: int) -> list[str]:
+    """Texts that name models as the embedded provider's judges do (its own naming code and catalogue, not the
+    council's names data), and short random runs of the names data's words, separators and versions."""
+    import random
+
+    from council.sim import WORLD
+    from council.sim._naming import name_drop
+
+    rng = random.Random(seed)
+    texts = [name_drop("The response matches the reference answer.", model, vendor, rng.random())
+             for model, vendor in WORLD.items() for _ in range(3)]
+    data = names_data()
+    words = sorted({w for spec in data["vendors"].values() for key in ("names", "families", "own_words", "split")
+                    for entry in spec.get(key, []) for w in re.split(r"[\s\-]+", entry if isinstance(entry, str)
+                                                                   else entry.get("form", "")) if w}
+                   | set(data["words"]["any"]) | {"the", "meta", "analysis", "line", "3.5", "4o", "70B", "-0528",
+                                                   "v2", "'s", "\u2019s", "1.618"})
+    separators = [" ", "-", "_", ".", "/", ":", "\u2011", "", ", "]
+    for _ in range(300):
+        text = "".join(rng.choice(words) + rng.choice(separators) for _ in range(rng.randint(1, 3)))
+        texts.append(text.lower() if rng.random() < 0.5 else text)
+    return texts
+
+
+@pytest.mark.parametrize("author", [None, "anthropic", "meta", "amazon", "deepseek"])
+def test_the_patterns_of_a_texts_names_find_what_one_pattern_of_every_name_finds(author):
+    from council.protocol.anonymise import compile_forms
+
+    forms = Anonymiser(RUN_NAMES)._for(author)
+    whole = compile_forms(forms.alternatives)
+    for text in _corpus(seed=len(author or "")):
+        pattern = forms.pattern_for(text)
+        found = [m.span() for m in pattern.finditer(text)] if pattern is not None else []
+        assert found == [m.span() for m in whole.finditer(text)], (author, text)

@@ -236,21 +236,3 @@ def test_ctrl_c_while_the_report_is_drawn_exits_within_3_s_and_says_what_draws_i
     assert lines(run / "verdicts.jsonl") == lines(reference / "verdicts.jsonl")
     assert "council report page" in out + err
 
-
-def test_a_stop_ends_the_anonymisers_warm_up_at_the_next_vendor(monkeypatch):
-    """The warm-up compiles each roster vendor's patterns in a thread while Ray starts; a Ctrl-C meanwhile must
-    not leave it holding the interpreter for the rest (about a second on this machine) while the stopped run
-    is scored."""
-    from council.grading import coordinator
-    from council.protocol import anonymise
-    from council.protocol.config import CouncilConfig
-
-    compiled: list[str | None] = []
-    real = anonymise._compile.__wrapped__
-    monkeypatch.setattr(anonymise, "_compile", lambda extras, scope, author: compiled.append(author) or real(extras, scope, author))
-    config = CouncilConfig()
-    coordinator.round_two_anonymiser(config, ["acme/model-x"], stopped=lambda: len(compiled) >= 2)
-    assert compiled == [config.roster_vendors[0], config.roster_vendors[1]]
-    compiled.clear()
-    coordinator.round_two_anonymiser(config, ["acme/model-x"])
-    assert compiled == list(config.roster_vendors)

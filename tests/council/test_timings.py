@@ -48,7 +48,7 @@ def test_council_run_says_where_its_time_went_and_the_report_is_drawn_aside(tmp_
     logged = next(orjson.loads(line) for line in (run / "log.jsonl").read_bytes().splitlines()
                   if b'"run.done"' in line)["timings"]
     phases = {p["phase"]: p for p in logged["phases"]}
-    assert {*SEQUENTIAL, "provider start", "anonymiser"} <= set(phases) and "ray start" not in phases
+    assert {*SEQUENTIAL, "provider start"} <= set(phases) and "ray start" not in phases
     ends = [phases[name]["at_s"] + phases[name]["seconds"] for name in SEQUENTIAL]
     starts = [phases[name]["at_s"] for name in SEQUENTIAL]
     assert all(end <= start + 0.01 for end, start in zip(ends, starts[1:], strict=False)), logged
