@@ -32,6 +32,15 @@ async def wait_over(session, url: str, job_id: str, tenant: str = "team-a", time
     raise AssertionError(f"job {job_id} did not end: {view}")
 
 
+async def wait_running(session, url: str, job_id: str, timeout_s: float = 60) -> None:
+    for _ in range(int(timeout_s * 100)):  # bounded
+        async with session.get(f"{url}/v1/jobs/{job_id}", headers=auth("team-a")) as resp:
+            if (await resp.json())["state"] == "running":
+                return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"job {job_id} never ran")
+
+
 async def read_ndjson(session, url: str, headers) -> list[dict]:
     async with session.get(url, headers=headers) as resp:
         assert resp.status == 200 and resp.content_type == "application/x-ndjson"
@@ -98,14 +107,18 @@ async def test_verdicts_stream_while_the_job_runs(tmp_path, deliberate):
 
 
 async def test_cancel_idempotency_and_tenants(tmp_path):
+    """A job cancelled while it grades ends ``cancelled`` with rows it did not grade. It is cancelled once it runs,
+    not after a fixed sleep (16 rows at 40 ms a call were all graded within the half second once waited here),
+    and every row needs round two, one second of calls after round one's: so the cancel comes before any row
+    can be graded, however fast the machine."""
     rows = sample_rows(tmp_path, 16)
-    with service(tmp_path, "--simulate", "--sim-config", str(slow_world(tmp_path))) as svc:
+    with service(tmp_path, "--simulate", "--sim-config", str(slow_world(tmp_path, latency_ms=1000.0))) as svc:
         async with aiohttp.ClientSession() as s:
             key = {"Idempotency-Key": "upload-1", **auth("team-a")}
-            async with s.post(f"{svc.url}/v1/jobs", json={"rows": rows}, headers=key) as resp:
+            async with s.post(f"{svc.url}/v1/jobs", json={"rows": rows, "options": {"deliberate": "all"}}, headers=key) as resp:
                 assert resp.status == 201
                 job = await resp.json()
-            async with s.post(f"{svc.url}/v1/jobs", json={"rows": rows}, headers=key) as resp:
+            async with s.post(f"{svc.url}/v1/jobs", json={"rows": rows, "options": {"deliberate": "all"}}, headers=key) as resp:
                 assert resp.status == 200 and (await resp.json())["id"] == job["id"]  # the same job, not a new one
             async with s.post(f"{svc.url}/v1/jobs", json={"rows": rows[:3]}, headers=key) as resp:
                 assert resp.status == 409
@@ -120,7 +133,7 @@ async def test_cancel_idempotency_and_tenants(tmp_path):
                     assert resp.status == 401
             async with s.get(f"{svc.url}/v1/jobs", headers=auth("team-b")) as resp:
                 assert (await resp.json())["jobs"] == []
-            await asyncio.sleep(0.5)
+            await wait_running(s, svc.url, jid)
             async with s.delete(f"{svc.url}/v1/jobs/{jid}", headers=auth("team-a")) as resp:
                 assert resp.status == 202
             view = await wait_over(s, svc.url, jid)
