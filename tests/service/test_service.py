@@ -115,10 +115,11 @@ async def test_cancel_idempotency_and_tenants(tmp_path):
     with service(tmp_path, "--simulate", "--sim-config", str(slow_world(tmp_path, latency_ms=1000.0))) as svc:
         async with aiohttp.ClientSession() as s:
             key = {"Idempotency-Key": "upload-1", **auth("team-a")}
-            async with s.post(f"{svc.url}/v1/jobs", json={"rows": rows, "options": {"deliberate": "all"}}, headers=key) as resp:
+            submission = {"rows": rows, "options": {"deliberate": "all"}}
+            async with s.post(f"{svc.url}/v1/jobs", json=submission, headers=key) as resp:
                 assert resp.status == 201
                 job = await resp.json()
-            async with s.post(f"{svc.url}/v1/jobs", json={"rows": rows, "options": {"deliberate": "all"}}, headers=key) as resp:
+            async with s.post(f"{svc.url}/v1/jobs", json=submission, headers=key) as resp:
                 assert resp.status == 200 and (await resp.json())["id"] == job["id"]  # the same job, not a new one
             async with s.post(f"{svc.url}/v1/jobs", json={"rows": rows[:3]}, headers=key) as resp:
                 assert resp.status == 409
