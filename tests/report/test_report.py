@@ -82,6 +82,20 @@ async def runs(tmp_path_factory) -> dict[str, Path]:
     return out
 
 
+@pytest.fixture(scope="module")
+def drawn(runs):
+    """Each run's report.html, drawn at most once for the tests that only read it (about a second of matplotlib
+    each; the same run gives the same bytes, as a test below checks)."""
+    pages: dict[str, Path] = {}
+
+    def draw(kind: str) -> Path:
+        if kind not in pages:
+            pages[kind] = write_report(runs[kind])
+        return pages[kind]
+
+    return draw
+
+
 def expected(kind: str, folder: Path) -> set[str]:
     """The figures of a run of ``kind``: fig-flips when some correct / incorrect row deliberated with a member
     valid in both rounds, fig-herding when some member changed a vote, fig-quota when quota_stats.json has a
@@ -100,8 +114,8 @@ def figure_ids(page: str) -> set[str]:
 
 
 @pytest.mark.parametrize("kind", sorted(FIGURES))
-def test_each_kind_of_run_gets_its_figures_and_links_nowhere(runs, kind):
-    path = write_report(runs[kind])
+def test_each_kind_of_run_gets_its_figures_and_links_nowhere(runs, drawn, kind):
+    path = drawn(kind)
     assert path == runs[kind] / REPORT
     page = path.read_text(encoding="utf-8")
     assert page.startswith("<!DOCTYPE html>") and '<html lang="en">' in page
@@ -129,8 +143,8 @@ def test_each_kind_of_run_gets_its_figures_and_links_nowhere(runs, kind):
         assert "no correct / incorrect rows were graded" in page
 
 
-def test_the_header_says_what_the_run_is(runs):
-    page = write_report(runs["partial"]).read_text(encoding="utf-8")
+def test_the_header_says_what_the_run_is(runs, drawn):
+    page = drawn("partial").read_text(encoding="utf-8")
     summary = orjson.loads((runs["partial"] / "summary.json").read_bytes())
     assert summary["state"]["state"] == "stopped" and summary["complete"] is False
     head = page[page.index("<header"):page.index("</header>")]
@@ -138,7 +152,7 @@ def test_the_header_says_what_the_run_is(runs):
     assert f"{summary['rows']:,} of {summary['rows_total']:,}" in head
     assert (runs["partial"] / "round1.jsonl.zst").is_file()  # a compressed archive reads as well
     assert "distinct rubric hash" in page and "fig-leaderboard" in figure_ids(page)
-    finished = write_report(runs["binary"]).read_text(encoding="utf-8")
+    finished = drawn("binary").read_text(encoding="utf-8")
     assert ">finished<" in finished[:finished.index("</header>")]
 
 
@@ -155,8 +169,8 @@ def test_the_same_run_gives_the_same_bytes(runs, tmp_path):
     assert b"Date" not in first and b"<metadata" not in first and b"Matplotlib v" not in first
 
 
-def test_provenance_lists_prompts_rubrics_and_roster(runs):
-    page = write_report(runs["binary"]).read_text(encoding="utf-8")
+def test_provenance_lists_prompts_rubrics_and_roster(runs, drawn):
+    page = drawn("binary").read_text(encoding="utf-8")
     manifest = orjson.loads((runs["binary"] / "manifest.json").read_bytes())
     section = page[page.index('id="sec-provenance"'):page.index('id="sec-crossjudge"')]
     for value in (manifest["judge_prompt_version"], *manifest["prompt_hashes"].values(), manifest["dataset_fingerprint"],
@@ -277,7 +291,7 @@ def browser_or_skip():
         pytest.skip(reason)
 
 
-async def test_the_page_renders_in_headless_chromium_asking_for_nothing(runs, tmp_path):
+async def test_the_page_renders_in_headless_chromium_asking_for_nothing(runs, drawn, tmp_path):
     browser_or_skip()
     from playwright.async_api import async_playwright
 
@@ -286,7 +300,7 @@ async def test_the_page_renders_in_headless_chromium_asking_for_nothing(runs, tm
         browser = await p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:
             for kind in ("elicited", "mixed"):
-                path = write_report(runs[kind])
+                path = drawn(kind)
                 page = await browser.new_page(viewport={"width": 1200, "height": 900})
                 requests, errors = [], []
                 page.on("request", lambda r, requests=requests: requests.append(r.url))
@@ -309,7 +323,7 @@ async def test_the_page_renders_in_headless_chromium_asking_for_nothing(runs, tm
     shutil.copyfile(shots["elicited"], "/tmp/report-screenshot.png")
 
 
-async def test_a_run_that_skipped_round_two_on_unanimous_rows_says_so_and_what_the_audit_found(runs, tmp_path):
+async def test_a_run_that_skipped_round_two_on_unanimous_rows_says_so_and_what_the_audit_found(drawn, tmp_path):
     """With ``--deliberate disputed`` the page says how many rows deliberated and kept their round-one verdict,
     that the round-two figures are on the rows that deliberated, and the audit's changed verdicts with their
     interval, as summary.json has them."""
@@ -325,4 +339,4 @@ async def test_a_run_that_skipped_round_two_on_unanimous_rows_says_so_and_what_t
     assert "on the rows that deliberated" in flips
     assert f"sent round two to {d['audit']['rows']:,} of the skipped rows" in flips
     assert f"would have changed {d['audit']['changed']:,} of their verdicts" in flips
-    assert "kept their round-one verdict" not in write_report(runs["binary"]).read_text(encoding="utf-8")  # all
+    assert "kept their round-one verdict" not in drawn("binary").read_text(encoding="utf-8")  # all
