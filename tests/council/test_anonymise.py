@@ -450,11 +450,14 @@ def _corpus(seed: int) -> list[str]:
     texts = [name_drop("The response matches the reference answer.", model, vendor, rng.random())
              for model, vendor in WORLD.items() for _ in range(3)]
     data = names_data()
-    words = sorted({w for spec in data["vendors"].values() for key in ("names", "families", "own_words", "split")
-                    for entry in spec.get(key, []) for w in re.split(r"[\s\-]+", entry if isinstance(entry, str)
-                                                                   else entry.get("form", "")) if w}
-                   | set(data["words"]["any"]) | {"the", "meta", "analysis", "line", "3.5", "4o", "70B", "-0528",
-                                                   "v2", "'s", "\u2019s", "1.618"})
+    words = {"the", "meta", "analysis", "line", "3.5", "4o", "70B", "-0528", "v2", "'s", "\u2019s", "1.618",
+             *data["words"]["any"]}
+    for spec in data["vendors"].values():
+        for key in ("names", "families", "own_words", "split"):
+            for entry in spec.get(key, []):
+                form = entry if isinstance(entry, str) else entry.get("form", "")
+                words.update(w for w in re.split(r"[\s\-]+", form) if w)
+    words = sorted(words)
     separators = [" ", "-", "_", ".", "/", ":", "\u2011", "", ", "]
     for _ in range(300):
         text = "".join(rng.choice(words) + rng.choice(separators) for _ in range(rng.randint(1, 3)))
