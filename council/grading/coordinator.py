@@ -83,7 +83,8 @@ class Coordinator:
         self.budget = budget or Budget(None)
         self._on_elicited = on_elicited
         self._archived_elicited = archived_elicited or {}
-        self._scrub = round_two_anonymiser(config, extra_names)
+        # round two's anonymiser: the roster's vendors and judge models, and the rows' models and vendors
+        self._scrub = Anonymiser([*config.roster_vendors, *(m.judge_model for m in config.roster), *extra_names])
         self.issued = 0
         self.served_from_archive = 0
         self._audited = set(audited or ())  # votes whose batch audit is archived or under way
@@ -425,9 +426,3 @@ def _settled(results: list) -> list[JudgeCallRecord]:
         if isinstance(result, BaseException):
             raise result
     return results
-
-
-def round_two_anonymiser(config: CouncilConfig, extra_names: Iterable[str]) -> Anonymiser:
-    """The anonymiser of a council's round two: the roster's vendors and judge models and ``extra_names`` (the
-    rows' models and vendors)."""
-    return Anonymiser([*config.roster_vendors, *(m.judge_model for m in config.roster), *extra_names])

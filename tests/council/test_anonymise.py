@@ -439,16 +439,19 @@ def test_a_text_is_matched_by_a_pattern_of_only_the_names_it_may_hold():
 
 
 def _corpus(seed: int) -> list[str]:
-    """Texts that name models as the embedded provider's judges do (its own naming code and catalogue, not the
-    council's names data), and short random runs of the names data's words, separators and versions."""
+    """This module's texts as models write them (self-identifications, product words, split names, ordinary
+    words), texts that name models as the embedded provider's judges do (its own naming code and catalogue, not
+    the council's names data), and short random runs of the names data's words, separators and versions."""
     import random
 
     from council.sim import WORLD
     from council.sim._naming import name_drop
 
     rng = random.Random(seed)
-    texts = [name_drop("The response matches the reference answer.", model, vendor, rng.random())
-             for model, vendor in WORLD.items() for _ in range(3)]
+    texts = [text.replace("{", "").replace("}", "") for _, text in (*SELF_IDS, *OWN_IDS, *SPLIT_IDS)]
+    texts += ORDINARY
+    texts += [name_drop("The response matches the reference answer.", model, vendor, rng.random())
+              for model, vendor in WORLD.items() for _ in range(3)]
     data = names_data()
     words = {"the", "meta", "analysis", "line", "3.5", "4o", "70B", "-0528", "v2", "'s", "\u2019s", "1.618",
              *data["words"]["any"]}

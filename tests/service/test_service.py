@@ -12,6 +12,7 @@ import pytest
 
 import bank
 from council.protocol.config import CouncilConfig
+from council.service.models import TERMINAL
 from council.sim import SimConfig
 from tests.council._provider import quiet
 from tests.council.test_end_to_end import subset
@@ -22,23 +23,21 @@ def sample_rows(tmp_path, n_items: int) -> list[dict]:
     return [orjson.loads(x) for x in subset(tmp_path, n_items).read_bytes().splitlines()]
 
 
-async def wait_over(session, url: str, job_id: str, tenant: str = "team-a", timeout_s: float = 120) -> dict:
-    for _ in range(int(timeout_s * 10)):  # bounded
+async def wait_state(session, url: str, job_id: str, states, tenant: str = "team-a", timeout_s: float = 120,
+                     every_s: float = 0.1) -> dict:
+    """The job's view once its state is one of ``states`` (polled every ``every_s``, at most ``timeout_s``)."""
+    view = None
+    for _ in range(int(timeout_s / every_s)):  # bounded
         async with session.get(f"{url}/v1/jobs/{job_id}", headers=auth(tenant)) as resp:
             view = await resp.json()
-        if view["state"] in ("finished", "stopped", "cancelled", "failed"):
+        if view["state"] in states:
             return view
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"job {job_id} did not end: {view}")
+        await asyncio.sleep(every_s)
+    raise AssertionError(f"job {job_id} never reached {sorted(states)}: {view}")
 
 
-async def wait_running(session, url: str, job_id: str, timeout_s: float = 60) -> None:
-    for _ in range(int(timeout_s * 100)):  # bounded
-        async with session.get(f"{url}/v1/jobs/{job_id}", headers=auth("team-a")) as resp:
-            if (await resp.json())["state"] == "running":
-                return
-        await asyncio.sleep(0.01)
-    raise AssertionError(f"job {job_id} never ran")
+async def wait_over(session, url: str, job_id: str, tenant: str = "team-a", timeout_s: float = 120) -> dict:
+    return await wait_state(session, url, job_id, TERMINAL, tenant, timeout_s)
 
 
 async def read_ndjson(session, url: str, headers) -> list[dict]:
@@ -134,7 +133,7 @@ async def test_cancel_idempotency_and_tenants(tmp_path):
                     assert resp.status == 401
             async with s.get(f"{svc.url}/v1/jobs", headers=auth("team-b")) as resp:
                 assert (await resp.json())["jobs"] == []
-            await wait_running(s, svc.url, jid)
+            await wait_state(s, svc.url, jid, {"running"}, every_s=0.01)
             async with s.delete(f"{svc.url}/v1/jobs/{jid}", headers=auth("team-a")) as resp:
                 assert resp.status == 202
             view = await wait_over(s, svc.url, jid)
