@@ -14,8 +14,9 @@ Ours is timed twice per alternation: as the README's command runs it (the defaul
 round two only where round one is disputed, the target's figure), and with ``--deliberate all``, which sends
 round two on every row as the baseline does: the same work on both sides, for the ratio of like with like.
 
-With Ray, a third process is timed beside the two (``--floor``, on by default): Ray alone, started as the run
-starts it (a private local instance on 127.0.0.1, no dashboard), with as many no-op actors as the run creates
+With Ray, a third process is timed beside the two (``--floor``, on by default): Ray alone, started and stopped
+by the council's own functions as the run does (a private local instance on 127.0.0.1: no dashboard, no log
+monitor, no autoscaler monitor), with as many no-op actors as the run creates
 (one judge per roster vendor and the quota actor), each called once, then stopped: the wall time no Ray run
 of this command can go below before it grades a row. Child processes write their bytecode caches as on a
 user's machine (``PYTHONDONTWRITEBYTECODE`` is removed from their environment).
@@ -63,10 +64,10 @@ def export(commit: str, into: Path) -> Path:
 
 
 FLOOR = """
-import os, sys
-os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+import sys
 import ray
-ray.init(address="local", _node_ip_address="127.0.0.1", include_dashboard=False, log_to_driver=False)
+from council.cluster.raycluster import ensure_ray, shutdown_ray
+ensure_ray()
 
 @ray.remote
 class Idle:
@@ -75,7 +76,7 @@ class Idle:
 
 actors = [Idle.remote() for _ in range(int(sys.argv[1]))]
 ray.get([a.ping.remote() for a in actors])
-ray.shutdown()
+shutdown_ray()
 """
 
 

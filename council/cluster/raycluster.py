@@ -65,14 +65,37 @@ def ensure_ray(address: str | None = None, *, num_cpus: int | None = None) -> No
     _route_ray_logging()
     if address is None:
         _loopback_even_if_imported_earlier()
-        ray.init(  # "local": a new private instance, never one that happens to run on this machine already
-            address="local", _node_ip_address=LOOPBACK, include_dashboard=False, num_cpus=num_cpus, log_to_driver=False,
-            **_LOGGING,
-        )
+        node = _start_local_node(num_cpus)
+        if node is not None:
+            _local_node.append(node)
+            ray.init(address=node.address, _node_ip_address=LOOPBACK, log_to_driver=False, **_LOGGING)
+        else:  # "local": a new private instance, never one that happens to run on this machine already
+            ray.init(address="local", _node_ip_address=LOOPBACK, include_dashboard=False, num_cpus=num_cpus,
+                     log_to_driver=False, **_LOGGING)
     else:
         ray.init(address=address, log_to_driver=False, **_LOGGING)
     if _divert_requested:
         _divert_native_stderr()
+
+
+_local_node: list[Any] = []  # the private instance this process started (:func:`_start_local_node`), until shut down
+
+
+def _start_local_node(num_cpus: int | None) -> Any | None:
+    """A private single-node instance on 127.0.0.1, started as ``ray.init(address="local")`` starts one, less
+    the two processes a run never reads: the log monitor (it forwards workers' output to drivers, and ours
+    ask for none: ``log_to_driver=False``) and the autoscaler's monitor (a private node never scales). Each
+    costs a Python process's start, and at shutdown Ray waits up to a second for each to exit. ``None`` when
+    this Ray's node API differs from the one this is written for (``ray.init`` then starts the instance)."""
+    try:
+        from ray._private.node import Node
+        from ray._private.parameter import RayParams
+
+        params = RayParams(node_ip_address=LOOPBACK, include_dashboard=False, num_cpus=num_cpus,
+                           include_log_monitor=False, no_monitor=True)
+        return Node(params, head=True, shutdown_at_exit=False, spawn_reaper=True, ray_init_cluster=True)
+    except (ImportError, TypeError, AttributeError):
+        return None
 
 
 def ensure_ray_soon(address: str | None = None, *, num_cpus: int | None = None) -> asyncio.Future[None]:
@@ -200,7 +223,7 @@ def _ray_logs_dir() -> str:
     try:
         from ray._private import worker
 
-        node = worker._global_node
+        node = _local_node[0] if _local_node else worker._global_node
         if node is not None and node.get_logs_dir_path():
             return node.get_logs_dir_path()
     except (ImportError, AttributeError):
@@ -231,5 +254,7 @@ def shutdown_ray() -> None:
     if is_up():
         import ray
 
-        ray.shutdown()
+        ray.shutdown()  # a driver of an instance it did not start itself only disconnects...
+    while _local_node:  # ...so the private node's processes are stopped here, as ray.shutdown stops its own
+        _local_node.pop().kill_all_processes(check_alive=False, allow_graceful=True)
     _restore_native_stderr()

@@ -1,5 +1,7 @@
 """Ray stays on the loopback even when something imported Ray before the council did (a test module at
-collection, a user's script): Ray reads its cluster switch into a constant at first import."""
+collection, a user's script): Ray reads its cluster switch into a constant at first import. The private
+instance the council starts runs without the two processes no run reads (the log monitor and the
+autoscaler's monitor), and its shutdown leaves none of its processes behind."""
 
 from __future__ import annotations
 
@@ -8,11 +10,39 @@ import subprocess
 import sys
 
 SCRIPT = """
+import os, time
 import ray  # first, before the council sets anything
 from council.cluster.raycluster import ensure_ray, shutdown_ray
+
+def descendants():
+    children = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                children.setdefault(int(f.read().rsplit(")", 1)[1].split()[1]), []).append(int(pid))
+        except OSError:
+            pass
+    found, todo = {}, [os.getpid()]
+    while todo:
+        for pid in children.get(todo.pop(), []):
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    found[pid] = f.read().replace(b"\\0", b" ").decode()
+            except OSError:
+                continue
+            todo.append(pid)
+    return found
+
 ensure_ray(num_cpus=1)
 print(sorted({n["NodeManagerAddress"] for n in ray.nodes()}))
+started = descendants()
+print(sorted({kind for kind in ("raylet", "gcs_server", "log_monitor", "monitor.py")
+              if any(kind in cmd for cmd in started.values())}))
 shutdown_ray()
+deadline = time.monotonic() + 10
+while set(descendants()) & set(started) and time.monotonic() < deadline:
+    time.sleep(0.1)
+print(sorted(cmd[:60] for pid, cmd in descendants().items() if pid in started))
 """
 
 
@@ -20,4 +50,7 @@ def test_ray_imported_first_still_binds_the_loopback():
     env = {k: v for k, v in os.environ.items() if k != "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"}
     done = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip().splitlines()[-1] == "['127.0.0.1']"
+    addresses, kinds, left = done.stdout.strip().splitlines()[-3:]
+    assert addresses == "['127.0.0.1']"
+    assert kinds == "['gcs_server', 'raylet']"  # neither monitor: nothing reads them
+    assert left == "[]"  # every process of the instance ended with shutdown_ray
