@@ -45,7 +45,7 @@ from council.protocol.config import CouncilConfig
 from council.protocol.deliberation import Rule
 from council.protocol.panels import METHODOLOGY_VERSION
 from council.protocol.prompts import prompt_hashes
-from council.run.runner import (package_versions, provider_endpoint, report_at_end, reports_off, reusable_votes,
+from council.run.runner import (package_versions, provider_endpoint, report_at_end, reusable_votes,
                                 sim_behaviour, start_embedded)
 from council.scoring.scoring import rescore, row_verdict
 from council.store.runfolder import (ITEMS, MANIFEST, ROWS, ArchiveIndex, RunFolder, dump_json, iter_json,
@@ -145,8 +145,7 @@ class Session:
         if self.manifest.reuse_from:
             merge_earlier(self.folder, self.folder.path.parent, self.manifest.reuse_from, self.config.vendor_map)
         summary = rescore(self.folder)
-        if not reports_off():
-            report_at_end(self.folder.path, _log)
+        report_at_end(self.folder.path, _log)
         _log.info("inspect.results", run_id=self.run_id, rows=summary["rows_total"], state=summary["state"]["state"])
 
     async def close(self) -> None:

@@ -558,7 +558,10 @@ def reports_off() -> bool:
 
 def report_at_end(run_dir: Path, log: Any) -> None:
     """``report.html`` at the end of every run; a report that cannot be written is a warning, never a failed run
-    (the results are already in the folder, and ``council report RUN`` writes it again)."""
+    (the results are already in the folder, and ``council report RUN`` writes it again). None when
+    :func:`reports_off`."""
+    if reports_off():
+        return
     from council.report.page import write_report
 
     try:

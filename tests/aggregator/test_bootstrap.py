@@ -12,7 +12,6 @@ import math
 
 import numpy as np
 import pytest
-from scipy import stats
 
 from aggregator._bootstrap import (
     BootstrapResult,
@@ -83,6 +82,8 @@ def test_score_matrix_rejects_bad_input():
 
 
 def test_single_model_interval_matches_scipy_percentile():
+    from scipy import stats
+
     rng = np.random.default_rng(11)
     x = (rng.random(400) < 0.7).astype(float)
     ours = bootstrap_scores(x[None, :], np.ones((1, 400)), n_resamples=5000, seed=3)
@@ -107,6 +108,8 @@ def test_single_model_interval_matches_scipy_percentile():
 
 
 def test_paired_difference_interval_matches_scipy_paired():
+    from scipy import stats
+
     rng = np.random.default_rng(12)
     a = (rng.random(400) < 0.7).astype(float)
     b = a.copy()

@@ -12,9 +12,7 @@ import json
 import math
 
 import numpy as np
-import pandas as pd
 import pytest
-from scipy import stats
 
 from aggregator import (
     CrossJudge,
@@ -81,6 +79,8 @@ def world(seed, vendor_plant=0.0, target_plant=0.0, n_items=300, n_models=8, n_v
 
 def reference(base, cross, item, model, vendor, group):
     """The point values, independently, with pandas."""
+    import pandas as pd
+
     df = pd.DataFrame({"base": base, "cross": cross, "item": item, "model": model}).dropna()
     df["delta"] = df["cross"] - df["base"]
     per_model = df.groupby("model").agg(base=("base", "mean"), cross=("cross", "mean"),
@@ -128,6 +128,8 @@ def test_point_values_match_pandas(seed):
 
 
 def test_rank_correlation_matches_scipy():
+    from scipy import stats
+
     for seed in range(4):
         data = random_rows(np.random.default_rng(10 + seed), n_models=9)
         res = run(*data, n_resamples=50, seed=seed)
@@ -140,6 +142,8 @@ def test_rank_correlation_matches_scipy():
 
 
 def test_rank_correlation_with_ties_matches_scipy():
+    from scipy import stats
+
     # Binary verdicts on few items: the models' mean scores tie.
     rng = np.random.default_rng(5)
     item = np.repeat(np.arange(4), 10)

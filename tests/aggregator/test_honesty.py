@@ -7,7 +7,6 @@ import math
 
 import numpy as np
 import pytest
-from scipy import stats
 
 from aggregator import (
     OUTCOMES,
@@ -154,6 +153,8 @@ def test_average_ranks_with_ties():
 
 @pytest.mark.parametrize("seed", range(20))
 def test_spearman_equals_scipy_ties_included(seed):
+    from scipy import stats
+
     rng = np.random.default_rng(seed)
     n = int(rng.integers(3, 60))
     x = rng.integers(0, 5, n).astype(float)  # many ties
@@ -184,6 +185,8 @@ def test_consensus_difficulty():
 
 
 def test_compute_signature():
+    from scipy import stats
+
     difficulty = np.array([0.1, 0.5, 0.9, 0.3, NAN])
     # model 0: items 0..3 with spend (item 1 twice: mean 25), item 4 has no difficulty -> left out
     # model 1: only two items with a known spend -> NaN

@@ -14,13 +14,8 @@ import math
 import statistics
 import warnings
 
-import krippendorff
 import numpy as np
-import pandas as pd
-import pingouin
 import pytest
-from scipy import stats
-from sklearn.metrics import cohen_kappa_score
 
 from aggregator import (
     MISSING,
@@ -72,6 +67,8 @@ KRIPPENDORFF_2011 = np.array(
 
 
 def kripp_ref(x, level):
+    import krippendorff
+
     return krippendorff.alpha(reliability_data=np.asarray(x, float).T, level_of_measurement=level)
 
 
@@ -164,6 +161,9 @@ SHROUT_FLEISS = np.array(
 
 def pingouin_icc2(x):
     """(ICC2 row, ICC2k row) of pingouin's table, CI unrounded."""
+    import pandas as pd
+    import pingouin
+
     rows = [(i, j, x[i, j]) for i in range(x.shape[0]) for j in range(x.shape[1]) if not np.isnan(x[i, j])]
     df = pd.DataFrame(rows, columns=["target", "rater", "score"])
     saved = pingouin.options.get("round.column.CI95")
@@ -239,6 +239,8 @@ def test_icc_undefined_is_nan():
 
 
 def test_f_distribution_vs_scipy():
+    from scipy import stats
+
     rng = np.random.default_rng(0)
     for _ in range(100):
         d1, d2 = rng.uniform(0.5, 400, size=2)
@@ -255,6 +257,8 @@ def test_f_distribution_vs_scipy():
 
 
 def test_quadratic_kappa_published_example():
+    from sklearn.metrics import cohen_kappa_score
+
     # Maple EssayTools, QuadraticWeightedKappa examples (scale min..max of the data).
     a = [9, 7, 8, 7, 6, 8, 3, 5, 10]
     k1 = quadratic_kappa_pairs(np.array([a, [8, 8, 6, 6, 7, 6, 1, 4, 8]]).T)
@@ -269,6 +273,8 @@ def test_quadratic_kappa_published_example():
 
 @pytest.mark.parametrize("seed", range(6))
 def test_quadratic_kappa_vs_sklearn(seed):
+    from sklearn.metrics import cohen_kappa_score
+
     rng = np.random.default_rng(seed)
     high = int(rng.choice([2, 4, 9]))
     m = int(rng.integers(2, 6))

@@ -7,7 +7,6 @@ import math
 
 import numpy as np
 import pytest
-from statsmodels.stats.inter_rater import cohens_kappa
 
 import aggregator as agg
 from aggregator import MISSING
@@ -23,6 +22,8 @@ _ = -1
 
 
 def test_kappa_against_hand_worked():
+    from statsmodels.stats.inter_rater import cohens_kappa
+
     # Rows where both known: 0..5 (row 6 has no prediction, row 7 no gold).
     #   pred 1 1 0 0 1 0     gold 1 0 0 0 1 1
     # table [pred][gold] (0 = incorrect, 1 = correct): [[2, 1], [1, 2]]
@@ -41,6 +42,8 @@ def test_kappa_against_undefined():
 
 
 def test_kappa_against_vs_statsmodels_random():
+    from statsmodels.stats.inter_rater import cohens_kappa
+
     rng = np.random.default_rng(3)
     gold = rng.integers(0, 2, 3000).astype(np.int8)
     pred = np.where(rng.random(3000) < 0.8, gold, 1 - gold).astype(np.int8)

@@ -9,13 +9,6 @@ import typing
 import orjson
 import pytest
 from aiohttp import web
-from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
-from anthropic.types.messages import MessageBatchIndividualResponse
-from anthropic.types.messages.batch_create_params import Request
-from openai.types import BatchError as OpenAIBatchError
-from openai.types.batch_create_params import BatchCreateParams
-from openai.types.chat import ChatCompletion
-from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
 
 from council.core.schema import Usage
 from council.protocol.config import Endpoint
@@ -36,6 +29,8 @@ def requests(n: int, model: str = "gpt-4.1-mini", start: int = 0) -> list[BatchR
 
 
 def completion(content: str, prompt_tokens: int) -> dict:
+    from openai.types.chat import ChatCompletion
+
     return ChatCompletion.model_validate({
         "id": "c", "object": "chat.completion", "created": 0, "model": "gpt-4.1-mini",
         "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
@@ -47,6 +42,9 @@ def completion(content: str, prompt_tokens: int) -> dict:
 
 
 def test_an_openai_line_is_a_post_to_chat_completions_with_an_sdk_shaped_body():
+    from openai.types.batch_create_params import BatchCreateParams
+    from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
+
     line = openai_line(requests(1)[0])
     assert line.endswith(b"\n") and line.count(b"\n") == 1
     data = orjson.loads(line)
@@ -74,6 +72,8 @@ async def test_an_openai_line_carries_the_body_the_synchronous_call_sends(cache_
 
 
 def test_openai_results_are_matched_by_custom_id_across_output_and_error_files():
+    from openai.types import BatchError as OpenAIBatchError
+
     output = [
         {"id": "batch_req_2", "custom_id": "b", "error": None,
          "response": {"status_code": 200, "request_id": "r2", "body": completion('{"verdict": "incorrect"}', 11)}},
@@ -139,6 +139,9 @@ def test_openai_files_refuse_a_custom_id_twice_and_a_line_too_large():
 
 
 def test_an_anthropic_entry_is_the_sdk_s_request_with_a_messages_body():
+    from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
+    from anthropic.types.messages.batch_create_params import Request
+
     entry = anthropic_entry(requests(1, "claude-sonnet-4-5")[0], cache_breakpoints=True)
     assert_fits(entry, Request)
     assert_fits(entry["params"], MessageCreateParamsNonStreaming, extra=SAMPLING)
@@ -172,6 +175,8 @@ def test_anthropic_batches_are_cut_at_max_requests_and_max_bytes_counted_exactly
 
 
 def anthropic_line(custom_id: str, result: dict) -> str:
+    from anthropic.types.messages import MessageBatchIndividualResponse
+
     return MessageBatchIndividualResponse.model_validate({"custom_id": custom_id, "result": result}).model_dump_json()
 
 

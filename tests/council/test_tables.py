@@ -8,10 +8,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import orjson
-import pandas
-import pyarrow.parquet as pq
 import pytest
 
 from council.scoring.scoring import rescore
@@ -90,6 +87,8 @@ def expected_rows(run_dir: Path) -> tuple[list[str], list[dict[str, Any]]]:
 
 def plain(value: Any) -> Any:
     """A cell as plain Python, whichever tool read it: missing is None, numbers are floats, text is text."""
+    import pandas
+
     if value is None or value is pandas.NA or (isinstance(value, float) and math.isnan(value)):
         return None
     if hasattr(value, "item"):  # numpy scalars
@@ -130,6 +129,9 @@ async def test_verdicts_carry_every_field_a_reader_needs(run):
 
 
 async def test_scores_csv_opens_in_pandas_and_duckdb_with_the_verdicts_rows(run):
+    import duckdb
+    import pandas
+
     columns, expected = expected_rows(run)
     path = run / "scores.csv"
     frame = pandas.read_csv(path)
@@ -144,6 +146,10 @@ async def test_scores_csv_opens_in_pandas_and_duckdb_with_the_verdicts_rows(run)
 
 
 async def test_scores_parquet_opens_in_pandas_and_duckdb_typed(run):
+    import duckdb
+    import pandas
+    import pyarrow.parquet as pq
+
     columns, expected = expected_rows(run)
     path = run / "scores.parquet"
     frame = pandas.read_parquet(path)
@@ -159,6 +165,9 @@ async def test_scores_parquet_opens_in_pandas_and_duckdb_typed(run):
 
 
 async def test_leaderboard_is_the_summary_per_model(run):
+    import duckdb
+    import pandas
+
     summary = orjson.loads((run / "summary.json").read_bytes())
     board = pandas.read_csv(run / "leaderboard.csv")
     assert list(board["model"]) == sorted(summary["models"])
@@ -178,6 +187,8 @@ async def test_leaderboard_is_the_summary_per_model(run):
 
 
 async def test_rescore_writes_the_same_tables(run, tmp_path):
+    import pandas
+
     before = {name: (run / name).read_bytes() for name in ("scores.csv", "leaderboard.csv")}
     frame = pandas.read_parquet(run / "scores.parquet")
     rescore(RunFolder.open(run))

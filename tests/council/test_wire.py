@@ -10,13 +10,6 @@ import typing
 import orjson
 import pytest
 from aiohttp import web
-from anthropic.types import CacheControlEphemeralParam, Message, TextBlockParam
-from anthropic.types.assistant_message_param import AssistantMessageParam
-from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
-from anthropic.types.shared import ErrorResponse
-from anthropic.types.user_message_param import UserMessageParam
-from openai.types.chat import ChatCompletion
-from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
 
 from council.core.errors import ProviderError, ProviderUnavailable
 from council.core.schema import Usage
@@ -24,6 +17,9 @@ from council.protocol.config import Endpoint, RetryPolicy, Timeouts
 from council.transport.client import ChatClient
 from council.transport.wire import AnthropicWire, MalformedReply, OpenAIWire, wire_for
 from tests.council._loopback import serving
+
+if typing.TYPE_CHECKING:
+    from anthropic.types import Message
 
 MESSAGES = [{"role": "system", "content": "You grade answers."}, {"role": "user", "content": "Round one."},
             {"role": "assistant", "content": '{"verdict": "correct"}'}, {"role": "user", "content": "Round two."}]
@@ -54,6 +50,8 @@ def anthropic_body(**kw) -> dict:
 
 
 def sdk_message(**kw) -> Message:
+    from anthropic.types import Message
+
     fields = dict(id="msg_01", type="message", role="assistant", model="claude-sonnet-4-5",
                   content=[{"type": "text", "text": '{"verdict": '}, {"type": "text", "text": '"correct"}'}],
                   stop_reason="end_turn", stop_sequence=None,
@@ -67,6 +65,8 @@ def sdk_message(**kw) -> Message:
 
 @pytest.mark.parametrize("cache_breakpoints", [False, True])
 def test_the_openai_body_has_only_fields_the_sdk_declares(cache_breakpoints):
+    from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
+
     body = OpenAIWire().body("gpt-4.1-mini", MESSAGES, temperature=0.0, max_tokens=300, response_format=FORMAT,
                              cache_breakpoints=cache_breakpoints)
     assert_fits(body, CompletionCreateParamsNonStreaming)
@@ -82,6 +82,11 @@ def test_the_openai_body_is_the_one_the_client_always_sent():
 
 @pytest.mark.parametrize("cache_breakpoints", [False, True])
 def test_the_anthropic_body_has_only_fields_the_sdk_declares(cache_breakpoints):
+    from anthropic.types import CacheControlEphemeralParam, TextBlockParam
+    from anthropic.types.assistant_message_param import AssistantMessageParam
+    from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
+    from anthropic.types.user_message_param import UserMessageParam
+
     body = anthropic_body(cache_breakpoints=cache_breakpoints)
     assert_fits(body, MessageCreateParamsNonStreaming, extra=SAMPLING)
     for block in body["system"]:
@@ -147,6 +152,8 @@ def test_an_anthropic_message_reads_only_its_text_blocks_and_counts_thinking():
 
 
 def test_an_openai_completion_reads_as_before():
+    from openai.types.chat import ChatCompletion
+
     completion = ChatCompletion.model_validate({
         "id": "c1", "object": "chat.completion", "created": 0, "model": "gpt-4.1-mini",
         "choices": [{"index": 0, "finish_reason": "length", "message": {"role": "assistant", "content": "hi"}}],
@@ -169,6 +176,8 @@ def test_a_body_that_is_not_a_reply_is_malformed(wire):
 
 
 def anthropic_error(kind: str, message: str) -> bytes:
+    from anthropic.types.shared import ErrorResponse
+
     return ErrorResponse.model_validate({"type": "error", "error": {"type": kind, "message": message},
                                          "request_id": "req_1"}).model_dump_json().encode()
 

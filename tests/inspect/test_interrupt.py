@@ -18,17 +18,15 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import orjson
-from inspect_ai import Task, eval
-from inspect_ai.dataset import Sample
-from inspect_ai.log import read_eval_log
-from inspect_ai.model import ModelOutput, ModelUsage, get_model
-from inspect_ai.scorer import match
-from inspect_ai.solver import generate
 
 from tests.council.test_crash_resume import archived_calls
 from tests.inspect.test_scorer import billed, inspect_score, verdicts
+
+if TYPE_CHECKING:
+    from inspect_ai.model import ModelOutput
 
 SAMPLES = 20  # 100 round-one votes of the five default judges, and round two of the disputed samples
 QUESTIONS = {f"s{i}": (f"What is {i} times 3?", str(3 * i)) for i in range(1, SAMPLES + 1)}
@@ -36,6 +34,8 @@ QUESTIONS = {f"s{i}": (f"What is {i} times 3?", str(3 * i)) for i in range(1, SA
 
 def half_right(messages, tools, tool_choice, config) -> ModelOutput:  # noqa: ANN001 - inspect's custom_outputs
     """Right on the odd numbers, wrong on the even ones, so that the council's scores differ between samples."""
+    from inspect_ai.model import ModelOutput, ModelUsage
+
     number = int(messages[-1].text.split("What is ")[1].split(" ")[0])
     out = ModelOutput.from_content(model="mockllm", content=str(3 * number) if number % 2 else "Perhaps 7.")
     out.usage = ModelUsage(input_tokens=10, output_tokens=5, total_tokens=15)  # the mock counts no tokens
@@ -44,6 +44,12 @@ def half_right(messages, tools, tool_choice, config) -> ModelOutput:  # noqa: AN
 
 def scored_log(log_dir: Path) -> Path:
     """A log of an eval scored by ``match()``, which the council then scores with ``inspect score``."""
+    from inspect_ai import Task, eval
+    from inspect_ai.dataset import Sample
+    from inspect_ai.model import get_model
+    from inspect_ai.scorer import match
+    from inspect_ai.solver import generate
+
     logs = eval(Task(dataset=[Sample(input=q, target=a, id=i) for i, (q, a) in QUESTIONS.items()], solver=generate(),
                      scorer=match()),
                 model=get_model("mockllm/model", custom_outputs=half_right), log_dir=str(log_dir), display="none")
@@ -87,6 +93,8 @@ def votes(folder: Path) -> Counter:
 
 
 def council_scores(log: Path) -> dict:
+    from inspect_ai.log import read_eval_log
+
     return {s.id: s.scores["council"].value for s in read_eval_log(str(log)).samples}
 
 

@@ -18,9 +18,6 @@ import sys
 import time
 from pathlib import Path
 
-from inspect_ai import eval
-from inspect_ai.log import read_eval_log
-
 from council.sim import SimConfig
 from tests.council.test_crash_resume import archived_calls
 from tests.inspect.test_interrupt import votes
@@ -66,6 +63,9 @@ def rows_voted(runs: Path) -> int:
 
 
 def test_a_killed_eval_retried_reuses_its_votes_and_ends_with_the_whole_eval(tmp_path, monkeypatch):
+    from inspect_ai import eval
+    from inspect_ai.log import read_eval_log
+
     (tmp_path / "task.py").write_text(TASK)
     sim = SimConfig.planted(0).model_dump(mode="json")
     for vendor in sim["vendors"].values():

@@ -13,34 +13,40 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
-from inspect_ai import Task, eval
-from inspect_ai.dataset import Sample
-from inspect_ai.log import read_eval_log
-from inspect_ai.model import ModelName, ModelOutput, ModelUsage, get_model
-from inspect_ai.scorer import Target, match
-from inspect_ai.solver import TaskState, generate
 
 import council as council_package
 from council.cli import main
 from council.core.errors import ConfigError
 from council.core.schema import BankItem
 from council.protocol.config import CouncilConfig
-from council.inspect import council
-from council.inspect._scorer import reference
-from council.inspect._session import _sessions
 from council.protocol.prompts import rubric_hash
 from council.scoring.scoring import rescore
 from council.sim import SimConfig
 from council.store.runfolder import RunFolder
 from tests.council.test_failures import free_port
 
+if TYPE_CHECKING:
+    from inspect_ai import Task
+    from inspect_ai.model import ModelOutput
+
 QUESTIONS = {f"q{i}": (f"What is {i} + {i}?", str(2 * i)) for i in range(1, 5)}
+
+
+def council(**kwargs):  # noqa: ANN003, ANN201
+    """The council scorer, ``council.inspect.council``: imported when a test makes one, as ``council.inspect``
+    imports inspect_ai (not at collection)."""
+    from council.inspect import council as scorer
+
+    return scorer(**kwargs)
 
 
 def answer(messages, tools, tool_choice, config) -> ModelOutput:  # noqa: ANN001 - inspect's custom_outputs
     """Right on q1 and q2, wrong elsewhere; usage given, so the mock counts no tokens (no tokenizer download)."""
+    from inspect_ai.model import ModelOutput, ModelUsage
+
     text = messages[-1].text
     right = next((a for q, a in QUESTIONS.values() if q in text and a in ("2", "4")), None)
     out = ModelOutput.from_content(model="mockllm", content=right or "I am not sure, perhaps 7.")
@@ -49,11 +55,19 @@ def answer(messages, tools, tool_choice, config) -> ModelOutput:  # noqa: ANN001
 
 
 def task(scorer) -> Task:  # noqa: ANN001
+    from inspect_ai import Task
+    from inspect_ai.dataset import Sample
+    from inspect_ai.solver import generate
+
     return Task(dataset=[Sample(input=q, target=a, id=i) for i, (q, a) in QUESTIONS.items()], solver=generate(),
                 scorer=scorer)
 
 
 def run_eval(scorer, model: str, log_dir: Path, log_format: str = "eval"):  # noqa: ANN001, ANN201
+    from inspect_ai import eval
+    from inspect_ai.log import read_eval_log
+    from inspect_ai.model import get_model
+
     logs = eval(task(scorer), model=get_model(model, custom_outputs=answer), log_dir=str(log_dir), display="none",
                 log_format=log_format)
     assert logs[0].status == "success", logs[0].error
@@ -61,6 +75,8 @@ def run_eval(scorer, model: str, log_dir: Path, log_format: str = "eval"):  # no
 
 
 def test_every_sample_of_an_eval_has_a_council_score(tmp_path, capsys):
+    from council.inspect._session import _sessions
+
     log = run_eval(council(simulate=True, runs_dir=str(tmp_path / "runs")), "mockllm/model", tmp_path / "logs")
     assert len(log.samples) == len(QUESTIONS)
     runs = set()
@@ -104,6 +120,12 @@ def test_the_eval_metrics_are_the_run_summary(tmp_path):
     """The council's inspect metrics, computed by inspect from the scores, equal the figures of the run's own
     ``summary.json`` (written when the task ended): on samples that differ (half answered right, every one
     deliberated), where some member changes its verdict in round two."""
+    from inspect_ai import Task, eval
+    from inspect_ai.dataset import Sample
+    from inspect_ai.log import read_eval_log
+    from inspect_ai.model import get_model
+    from inspect_ai.solver import generate
+
     from tests.inspect.test_interrupt import QUESTIONS as MANY, half_right
 
     logs = eval(Task(dataset=[Sample(input=q, target=a, id=i) for i, (q, a) in MANY.items()], solver=generate(),
@@ -123,6 +145,12 @@ def test_the_eval_metrics_are_the_run_summary(tmp_path):
 
 
 def test_each_epoch_is_a_row_of_its_own(tmp_path):
+    from inspect_ai import Task, eval
+    from inspect_ai.dataset import Sample
+    from inspect_ai.log import read_eval_log
+    from inspect_ai.model import get_model
+    from inspect_ai.solver import generate
+
     logs = eval(Task(dataset=[Sample(input=q, target=a, id=i) for i, (q, a) in QUESTIONS.items()], solver=generate(),
                      scorer=council(simulate=True, runs_dir=str(tmp_path / "runs")), epochs=2),
                 model=get_model("mockllm/model", custom_outputs=answer), log_dir=str(tmp_path / "logs"), display="none")
@@ -145,7 +173,12 @@ def test_judges_reserves_and_rubric_from_arguments_as_inspect_parses_them(tmp_pa
     """``-S judges=...,...`` and a rubric with commas, parsed by inspect's own ``-S`` parser: the panel is those
     judges less the model's vendor plus the roster's reserve, and every sample is graded by the rubric given,
     unless its metadata has its own."""
+    from inspect_ai import Task, eval
     from inspect_ai._util.config import parse_cli_args
+    from inspect_ai.dataset import Sample
+    from inspect_ai.log import read_eval_log
+    from inspect_ai.model import get_model
+    from inspect_ai.solver import generate
 
     rubric, own = "The answer must be the sum, as a number, and nothing else.", "Only the number counts."
     args = parse_cli_args(["simulate=true", f"runs_dir={tmp_path / 'runs'}", f"rubric={rubric}",
@@ -195,6 +228,12 @@ def test_judges_of_no_known_vendor_are_refused():
 def test_a_target_of_several_answers_is_a_reference_listing_them(tmp_path):
     """inspect's ``Target(["4", "four"])``: either answer is right (``match()`` and ``includes()`` read it so), and
     ``Target.text`` would glue them into "4four"."""
+    from inspect_ai.model import ModelName, ModelOutput
+    from inspect_ai.scorer import Target
+    from inspect_ai.solver import TaskState
+
+    from council.inspect._scorer import reference
+
     state = TaskState(model=ModelName("mockllm/model"), sample_id="q2", epoch=1, input="What is 2 + 2?",
                       messages=[], target=Target(["4", "four"]), output=ModelOutput.from_content(model="m", content="four"))
     score = asyncio.run(council(simulate=True, runs_dir=str(tmp_path / "runs"))(state, Target(["4", "four"])))
@@ -208,6 +247,10 @@ def test_a_target_of_several_answers_is_a_reference_listing_them(tmp_path):
 def test_a_model_of_unknown_vendor_is_unscored_not_incorrect(tmp_path):
     """A served model of no known family (``vllm/`` names where it ran, not who made it) is refused, as by
     ``council grade``: unscored, and no run folder is made for it."""
+    from inspect_ai.model import ModelName, ModelOutput
+    from inspect_ai.scorer import Target
+    from inspect_ai.solver import TaskState
+
     state = TaskState(model=ModelName("vllm/my-local-model"), sample_id="q1", epoch=1, input="What is 1 + 1?",
                       messages=[], target=Target("2"), output=ModelOutput.from_content(model="vllm", content="2"))
     score = asyncio.run(council(simulate=True, runs_dir=str(tmp_path / "runs"))(state, Target("2")))
@@ -255,6 +298,9 @@ def served_by_inspect_view(log: Path, env: dict[str, str]) -> dict:
 
 @pytest.mark.parametrize("log_format", ["eval", "json"])
 def test_inspect_score_regrades_a_log_and_pays_nothing_the_second_time(tmp_path, log_format):
+    from inspect_ai.log import read_eval_log
+    from inspect_ai.scorer import match
+
     log = run_eval(match(), "mockllm/model", tmp_path / "logs", log_format=log_format)
     assert log.location.endswith(f".{log_format}")
     path = Path(log.location)
@@ -282,6 +328,8 @@ def test_inspect_score_regrades_a_log_and_pays_nothing_the_second_time(tmp_path,
 def test_an_interrupted_scoring_scored_again_completes_with_the_same_scores(tmp_path):
     """An eval whose scoring stopped part way (half its votes archived) scored again by ``inspect score``: the
     run it began is found from its samples, only the missing votes are paid for, and the scores are the same."""
+    from inspect_ai.log import read_eval_log
+
     runs = tmp_path / "runs"
     log = run_eval(council(simulate=True, runs_dir=str(runs)), "mockllm/model", tmp_path / "logs")
     whole = billed(runs)
@@ -322,6 +370,9 @@ def test_samples_past_the_budget_are_unscored_not_incorrect(tmp_path):
 def test_inspect_score_finds_the_scorer_of_an_installed_package(tmp_path):
     """Installed in site-packages (not editable), inspect names the scorer after its top module
     (``council/grading_council/council``); ``--scorer grading_council/council`` still finds it."""
+    from inspect_ai.log import read_eval_log
+    from inspect_ai.scorer import match
+
     installed = tmp_path / "site-packages"
     shutil.copytree(Path(council_package.__file__).parent, installed / "council",
                     ignore=shutil.ignore_patterns("__pycache__"))
@@ -335,6 +386,9 @@ def test_inspect_score_finds_the_scorer_of_an_installed_package(tmp_path):
 
 
 def test_a_simulated_run_is_never_scored_again_by_real_judges(tmp_path):
+    from inspect_ai import eval
+    from inspect_ai.model import get_model
+
     runs = tmp_path / "runs"
     log = run_eval(council(simulate=True, runs_dir=str(runs), run_id="shared"), "mockllm/model", tmp_path / "logs")
     again = eval(task(council(provider_url="http://127.0.0.1:9/v1", runs_dir=str(runs), run_id="shared")),
@@ -379,7 +433,11 @@ def test_a_chat_input_with_a_system_prompt_and_few_shot_turns_is_graded_on_its_q
     """Samples whose input is a conversation, read by inspect's own ``json_dataset`` from a JSONL file as
     benchmarks ship them (a system prompt, a worked example, then the question): the judges' question is the
     last user message (inspect's ``input_text``), not the example nor the system prompt."""
+    from inspect_ai import Task, eval
     from inspect_ai.dataset import json_dataset
+    from inspect_ai.log import read_eval_log
+    from inspect_ai.model import get_model
+    from inspect_ai.solver import generate
 
     data = tmp_path / "chat.jsonl"
     with data.open("w") as handle:

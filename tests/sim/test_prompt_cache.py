@@ -10,10 +10,14 @@ planted world keeps every vendor automatic: the council marks breakpoints only f
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pytest
-from openai import AsyncOpenAI, BadRequestError
 
 from council.sim import SimConfig, TruthTable, VendorBehaviour, start_sim
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
 
 MODEL, OTHER = "openai/gpt-5", "anthropic/claude-sonnet-4.5"
 SHARED = "Grade the answer against the reference. " * 115  # 4,600 characters: 1,150 tokens at four a token
@@ -42,6 +46,8 @@ async def _cached(client: AsyncOpenAI, model: str, system: str, user: str) -> tu
 
 
 async def test_a_shared_prefix_is_served_from_the_cache_in_whole_blocks() -> None:
+    from openai import AsyncOpenAI
+
     clock = Clock()
     async with await start_sim(_quiet(), TruthTable(), clock=clock) as server:
         client = AsyncOpenAI(base_url=server.url, api_key="test", max_retries=0)
@@ -65,6 +71,8 @@ async def test_a_shared_prefix_is_served_from_the_cache_in_whole_blocks() -> Non
 
 
 async def test_a_hit_refreshes_the_prefix_and_caching_can_be_off() -> None:
+    from openai import AsyncOpenAI
+
     clock = Clock()
     async with await start_sim(_quiet(), TruthTable(), clock=clock) as server:
         client = AsyncOpenAI(base_url=server.url, api_key="test", max_retries=0)
@@ -108,6 +116,8 @@ def _tokens(*texts: str) -> int:
 
 
 async def test_a_breakpoint_vendor_serves_only_what_a_request_marks_and_only_long_enough() -> None:
+    from openai import AsyncOpenAI
+
     clock = Clock()
     async with await start_sim(_breakpoints(), TruthTable(), clock=clock) as server:
         client = AsyncOpenAI(base_url=server.url, api_key="test", max_retries=0)
@@ -142,6 +152,8 @@ async def test_a_breakpoint_vendor_serves_only_what_a_request_marks_and_only_lon
 
 
 async def test_an_automatic_vendor_reads_marked_parts_as_text_and_caches_as_before() -> None:
+    from openai import AsyncOpenAI
+
     async with await start_sim(_breakpoints(), TruthTable(), clock=Clock()) as server:
         client = AsyncOpenAI(base_url=server.url, api_key="test", max_retries=0)
         await _cached(client, MODEL, SHARED, "Question one: what is 2 + 2?")
@@ -154,6 +166,8 @@ async def test_an_automatic_vendor_reads_marked_parts_as_text_and_caches_as_befo
 
 
 async def test_content_parts_that_are_not_text_and_a_fifth_breakpoint_are_refused() -> None:
+    from openai import AsyncOpenAI, BadRequestError
+
     async with await start_sim(_breakpoints(), TruthTable(), clock=Clock()) as server:
         client = AsyncOpenAI(base_url=server.url, api_key="test", max_retries=0)
         image = [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "https://x/y.png"}}]}]

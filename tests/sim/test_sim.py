@@ -13,10 +13,8 @@ from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
 
 import aiohttp
-import openai
 import pytest
 import pytest_asyncio
-from openai import AsyncOpenAI
 
 from council.core.errors import ConfigError
 from council.core.schema import BankItem, ResponseRow
@@ -155,6 +153,8 @@ def r2_bodies(items, rows) -> list[str]:
 
 
 async def test_openai_client_completion_and_models() -> None:
+    from openai import AsyncOpenAI
+
     items, rows = bank(1, LLAMA)
     async with await start_sim(quiet(SimConfig.planted()), TruthTable.from_rows(items, rows)) as server:
         assert server.url == f"http://127.0.0.1:{server.port}/v1"
@@ -663,6 +663,9 @@ async def test_truncation_and_max_tokens(session) -> None:
 
 
 async def test_server_errors_and_timeouts(session) -> None:
+    import openai
+    from openai import AsyncOpenAI
+
     async with await start_sim(one_vendor(error_rate=1.0)) as server:
         client = AsyncOpenAI(base_url=server.url, api_key="test", max_retries=0)
         with pytest.raises(openai.InternalServerError):
@@ -851,6 +854,8 @@ async def elicit_all(session, server, model: str, items: list[BankItem], **extra
 
 
 async def test_elicitation_round_trip_with_openai_client() -> None:
+    from openai import AsyncOpenAI
+
     items = elicit_bank(10)
     truth = TruthTable.from_items(items)
     assert len(truth) == 0 and truth.n_items == 10 and truth.item("  " + items[3].prompt + "\n") == items[3]
@@ -1127,6 +1132,9 @@ def test_world_catalogue_is_the_providers_own() -> None:
 
 
 async def test_unknown_model_is_404_and_models_lists_the_world(session) -> None:
+    import openai
+    from openai import AsyncOpenAI
+
     cfg = quiet(SimConfig.planted()).model_copy(update={"world": {"acme/judge-1": "acme"}})
     async with await start_sim(cfg, TruthTable.from_items(elicit_bank(2))) as server:
         for model, messages in (("acme/unheard-of-7b", [{"role": "user", "content": "hi"}]),

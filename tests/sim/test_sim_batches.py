@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+from typing import TYPE_CHECKING
 
-import anthropic
 import pytest
-from openai import AsyncOpenAI
 
 from council.core.schema import BankItem, ResponseRow
 from council.protocol.prompts import round1_messages
 from council.sim import SimConfig, TruthTable, VendorBehaviour, start_sim
+
+if TYPE_CHECKING:
+    import anthropic
+    from openai import AsyncOpenAI
 
 QUIET = {"latency_ms": 0.0, "latency_jitter_ms": 0.0, "malformed_rate": 0.0, "name_drop_rate": 0.0,
          "prose_json_rate": 0.0, "fenced_rate": 0.0}
@@ -71,6 +74,9 @@ async def lines_of(client: AsyncOpenAI, file_id: str | None) -> list[dict]:
 
 
 def clients(server) -> tuple[AsyncOpenAI, anthropic.AsyncAnthropic]:
+    import anthropic
+    from openai import AsyncOpenAI
+
     return (AsyncOpenAI(base_url=server.url, api_key="x", max_retries=0),
             anthropic.AsyncAnthropic(base_url=server.url.removesuffix("/v1"), api_key="x", max_retries=0))
 
@@ -257,6 +263,8 @@ async def test_anthropic_batch_answers_as_messages_out_of_order() -> None:
 
 
 async def test_anthropic_cancel_expiry_errors_and_refusals() -> None:
+    import anthropic
+
     truth, conversations = table(8)
     requests = [{"custom_id": f"r{i}", "params": native(m)} for i, m in enumerate(conversations)]
     clock = FakeClock()

@@ -4,15 +4,17 @@ answers, billing and faults as chat completions, in Anthropic's shapes."""
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import aiohttp
-import anthropic
 import pytest
-from openai import AsyncOpenAI
 
 from council.core.schema import BankItem, ResponseRow
 from council.protocol.prompts import round1_messages
 from council.sim import SimConfig, TruthTable, VendorBehaviour, start_sim
+
+if TYPE_CHECKING:
+    import anthropic
 
 QUIET = {"latency_ms": 0.0, "latency_jitter_ms": 0.0, "malformed_rate": 0.0, "name_drop_rate": 0.0,
          "prose_json_rate": 0.0, "fenced_rate": 0.0}
@@ -47,10 +49,14 @@ def native(messages: list[dict]) -> tuple[str | None, list[dict]]:
 
 
 def anthropic_client(server, **kw) -> anthropic.AsyncAnthropic:
+    import anthropic
+
     return anthropic.AsyncAnthropic(base_url=server.url.removesuffix("/v1"), api_key="x", max_retries=0, **kw)
 
 
 async def test_same_answers_and_billing_as_chat_completions() -> None:
+    from openai import AsyncOpenAI
+
     items, answers = rows(6)
     conversations = [round1_messages(i, r) for i, r in zip(items, answers)]
     async with await start_sim(config(), TruthTable.from_rows(items, answers)) as server:
@@ -120,6 +126,8 @@ async def test_headers_and_bad_requests_are_refused_in_anthropics_shape() -> Non
 
 
 async def test_quota_storm_and_server_errors_in_anthropics_shape() -> None:
+    import anthropic
+
     clock = FakeClock()
     turns = [{"role": "user", "content": "hi"}]
     async with await start_sim(config(rpm=60), clock=clock) as server:

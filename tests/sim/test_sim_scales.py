@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import statistics
 
-from openai import AsyncOpenAI
-
 from council.core.schema import BankItem, Dimension, ResponseRow, Scale
 from council.core.vendors import DEFAULT_ROSTER
 from council.protocol.parsing import read_scores
@@ -308,6 +306,8 @@ def test_omit_rate_leaves_dimensions_out() -> None:
 
 
 async def test_graded_prompt_over_http() -> None:
+    from openai import AsyncOpenAI
+
     items, rows = bank(1, SCALE4)
     cfg = SimConfig.planted(seed=2)
     truth = TruthTable.from_rows(items, rows)
