@@ -168,8 +168,11 @@ async def test_quota_stats_count_every_request_the_run_sent(tmp_path, backend, s
     if backend == "ray":
         request.getfixturevalue("ray_session")
     # google's account is limited (its limiter leases; its judge batches, and a batch audit re-asks some alone),
-    # openai's is not in the config but is at the provider (429s, retried), the rest are unlimited.
-    config = CouncilConfig(vendors={"google": {"rpm": 6000}}, batch_audit=0.3, shadow_self=True)
+    # openai's is not in the config but is at the provider (429s, retried), the rest are unlimited. At 1200 a
+    # minute google's bucket holds 10 requests (0.5 s): its request limit binds within round one's 30 votes, so
+    # its judge batches whatever the timing (at 6000, a bucket of 50, only votes that happened to queue together
+    # were batched: none, once, on a loaded machine).
+    config = CouncilConfig(vendors={"google": {"rpm": 1200}}, batch_audit=0.3, shadow_self=True)
     result = await run_council(RunRequest(bank=bank.SAMPLE_BANK, responses=subset(tmp_path, 6),
                                           runs_dir=tmp_path / "runs", run_id="q", backend=backend, shards=shards,
                                           sim_config=planted_world(tmp_path), config=config))
@@ -177,7 +180,7 @@ async def test_quota_stats_count_every_request_the_run_sent(tmp_path, backend, s
     quota = check_quota_stats(result.run_dir, config)
     assert quota["openai"]["rate_limited"] > 0 and quota["openai"]["limits"]["rpm"] is None
     assert quota["openai"]["announced"]["rpm"] == 1200.0  # learned from the provider's headers
-    assert quota["google"]["limits"]["rpm"] == 6000.0 and quota["google"]["leases"] > 0
+    assert quota["google"]["limits"]["rpm"] == 1200.0 and quota["google"]["leases"] > 0
     assert any(r["batch_size"] > 1 for r in lines(result.run_dir / "round1.jsonl") if r["member"] == "google")
     assert (result.run_dir / "audit.jsonl").exists() and (result.run_dir / "shadow.jsonl").exists()
     assert quota["anthropic"]["limits"] == {"rpm": None, "tpm": None, "concurrency": 32}
