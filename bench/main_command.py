@@ -9,7 +9,10 @@ from its start to its exit (imports, Ray, grading, scoring, the report and Ray's
 nothing else of this benchmark running meanwhile. The two sides alternate (baseline, ours, baseline,
 ours...) ``--repeats`` times per backend; the medians are compared.
 
-Ours runs with ``--timings``; its phases (the median of each over the repeats) are printed as the breakdown.
+Ours runs with ``--timings``; its phases (the median of each over the repeats) are printed as the breakdown,
+and, where psutil is installed, the CPU seconds its processes used, by kind (the command, the embedded
+provider, the report's drawing, each kind of Ray actor and daemon: ``bench/support/cpu.py``): a run whose
+processes use more seconds of CPU than the machine's cores can give in the target cannot meet it.
 Ours is timed twice per alternation: as the README's command runs it (the default ``--deliberate disputed``:
 round two only where round one is disputed, the target's figure), and with ``--deliberate all``, which sends
 round two on every row as the baseline does: the same work on both sides, for the ratio of like with like.
@@ -44,6 +47,7 @@ import tarfile
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -96,19 +100,35 @@ def ray_floor(actors: int) -> float:
         return time.perf_counter() - began
 
 
-def one_run(backend: str, tree: Path | None, extra: tuple[str, ...] = ()) -> tuple[float, dict[str, float]]:
+def _cpu_count() -> Any:
+    """A count of the CPU of this process's tree (``bench/support/cpu.py``), or None without psutil (not among the
+    package's own dependencies: a user's environment may lack it)."""
+    try:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from support.cpu import TreeCpu
+    except ImportError:
+        return None
+    return TreeCpu()
+
+
+def one_run(backend: str, tree: Path | None, extra: tuple[str, ...] = ()) -> tuple[float, dict[str, float], dict]:
     """Seconds of one ``council run`` (the baseline's when ``tree`` is given; ``extra`` options) and, for ours,
-    its phases."""
+    its phases; and the CPU seconds of its processes by kind (empty without psutil)."""
     env = _env()
     if tree is not None:
         env["PYTHONPATH"] = str(tree)
+    cpu = _cpu_count()  # on every run, so that its polling (a few % of a core) weighs on each side alike
     with tempfile.TemporaryDirectory(prefix="main-command-") as cwd:
         argv = [sys.executable, "-m", "council.cli", "run", "--backend", backend, "--progress-every", "0", *extra]
         if tree is None:
             argv.append("--timings")
+        if cpu is not None:
+            cpu.start()
         began = time.perf_counter()
         done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
         seconds = time.perf_counter() - began
+        used = cpu.stop() if cpu is not None else {}
+        used.pop("driver", None)  # this benchmark's own process, idle meanwhile
     if done.returncode != 0:
         raise SystemExit(f"council run --backend {backend} ({'baseline' if tree else 'ours'}) exited "
                          f"{done.returncode}: {done.stderr[-2000:]}")
@@ -119,7 +139,7 @@ def one_run(backend: str, tree: Path | None, extra: tuple[str, ...] = ()) -> tup
             match = _PHASE.match(line)
             if match:
                 phases[match.group(1)] = phases.get(match.group(1), 0.0) + float(match.group(3))
-    return seconds, phases
+    return seconds, phases, used
 
 
 def main() -> int:
@@ -138,12 +158,13 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="main-command-baseline-") as tmp:
         tree = export(args.baseline, Path(tmp))
         for backend in backends:
-            theirs, ours, ours_all, phases, floors = [], [], [], [], []
+            theirs, ours, ours_all, phases, floors, cpus = [], [], [], [], [], []
             timing_floor = args.floor and backend == "ray"
             for k in range(args.repeats):
-                base_s, _ = one_run(backend, tree)
-                our_s, our_phases = one_run(backend, None)
-                all_s, _ = one_run(backend, None, ("--deliberate", "all"))
+                base_s, _, base_cpu = one_run(backend, tree)
+                our_s, our_phases, our_cpu = one_run(backend, None)
+                all_s, _, all_cpu = one_run(backend, None, ("--deliberate", "all"))
+                cpus += [(base_cpu, our_cpu, all_cpu)] if our_cpu else []
                 theirs.append(base_s)
                 ours.append(our_s)
                 ours_all.append(all_s)
@@ -164,6 +185,13 @@ def main() -> int:
                   + ", ".join(f"{name} {s:.2f}" for name, s in breakdown.items()))
             if floors:
                 print(f"  Ray alone (start, {actors} no-op actors, stop): median {statistics.median(floors):.2f} s")
+            cpu = {name: round(statistics.median(c[1].get(name, 0.0) for c in cpus), 2)
+                   for name in dict.fromkeys(n for c in cpus for n in c[1])}
+            if cpu:
+                cpu_base, cpu_all = (round(statistics.median(c[i]["total"] for c in cpus), 2) for i in (0, 2))
+                cpu |= {"baseline_total": cpu_base, "deliberate_all_total": cpu_all}
+                print(f"  ours, CPU seconds of its processes (median; {os.cpu_count()} cores): "
+                      + ", ".join(f"{name} {s:.2f}" for name, s in cpu.items()))
             ok = ok and ratio >= 1.0
             figures[backend] = {"baseline_s": [round(x, 3) for x in theirs], "ours_s": [round(x, 3) for x in ours],
                                 "ours_deliberate_all_s": [round(x, 3) for x in ours_all],
@@ -171,7 +199,8 @@ def main() -> int:
                                 "ours_deliberate_all_median_s": round(all_m, 3),
                                 "ratio_baseline_over_ours": round(ratio, 3),
                                 "ratio_baseline_over_ours_default": round(base_m / our_m, 3), "target_s": target,
-                                "target_met": our_m <= target, "phases_median_s": breakdown}
+                                "target_met": our_m <= target, "phases_median_s": breakdown,
+                                "cpu_median_s": cpu}
             if floors:
                 figures[backend] |= {"ray_alone_s": [round(x, 3) for x in floors],
                                      "ray_alone_median_s": round(statistics.median(floors), 3), "actors": actors}

@@ -23,14 +23,21 @@ def _cpu(proc: psutil.Process) -> float | None:
 
 
 def _label(proc: psutil.Process, root: psutil.Process) -> str:
-    """``driver`` (this process), ``provider`` (a ``council sim``), else the process's name (Ray's are
+    """``driver`` (this process), ``provider`` (a ``council sim``, or a run's embedded provider in its own
+    process), ``council run``, ``report`` (a run's report drawn aside), else the process's name (Ray's are
     ``ray::ShardActor``, ``raylet``, ``gcs_server``...)."""
     if proc.pid == root.pid:
         return "driver"
     cmdline = proc.cmdline()
-    if "council.cli" in cmdline and "sim" in cmdline:
+    if ("council.cli" in cmdline and "sim" in cmdline) or "council.sim._process" in cmdline:
         return "provider"
-    return cmdline[0].split()[0] if cmdline and cmdline[0].startswith("ray::") else proc.name()
+    if "council.cli" in cmdline and "run" in cmdline:
+        return "council run"
+    if "council.report" in cmdline:
+        return "report"
+    if cmdline and cmdline[0].startswith("ray::"):  # an actor's process is titled by the method it runs too
+        return cmdline[0].split()[0].split(".")[0]
+    return proc.name()
 
 
 def _tree(root: psutil.Process) -> list[psutil.Process]:
