@@ -45,7 +45,7 @@ def _no_report_at_run_end(request, monkeypatch):
 # started first, so that the workers end together instead of one finishing a long module alone. This orders
 # the run; it never changes which tests run (pytest-xdist keeps collection order: --no-loadscope-reorder).
 LONGEST_S = {
-    "tests/council/test_cluster.py": 116, "tests/council/test_stop_moments.py": 96,
+    "tests/council/test_cluster.py": 116, "tests/council/test_stop_moments.py": 72,
     "tests/council/test_end_to_end.py": 72, "tests/council/test_interrupt.py": 54, "tests/inspect/test_scorer.py": 50,
     "tests/elicitor/test_elicit_run.py": 40, "tests/service/test_callbacks.py": 39,
     "tests/council/test_crossjudge_run.py": 32, "tests/report/test_report.py": 31, "tests/service/test_service.py": 28,

@@ -1,7 +1,8 @@
 """Stopping cleanly: Ctrl-C (SIGINT to the whole process group, as a terminal sends it) or SIGTERM mid-run,
 on both backends. Nothing new is issued, calls in flight finish and are archived, the command exits within
-10 s with its documented code and the exact resume command, and the resumed run's verdicts are those of a
-run never interrupted. Billed calls that are not archived can only be calls in flight at the signal."""
+3 s with its documented code and the exact resume command, and the resumed run's verdicts are those of a
+run never interrupted. Billed calls that are not archived can only be calls in flight at the signal. (This is
+the mid-grading moment of a Ray run for tests/council/test_stop_moments.py too, which presses at the others.)"""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from council.sim import SimConfig
 from tests.council._provider import command, council, quiet, sim_process
 from tests.council.test_crash_resume import archived_calls
 from tests.council.test_end_to_end import lines
+from tests.council.test_stop_moments import EXIT_WITHIN_S
 
 CONCURRENCY = 4
 ROWS = 60  # 600 calls of 150 ms, 24 at a time: a run of about 4 s, stopped at 30% of it with 24 in flight
@@ -79,7 +81,7 @@ def test_a_signal_stops_cleanly_and_the_run_resumes(tmp_path, provider, whole, b
         out, err = proc.communicate(timeout=30)
         took = time.monotonic() - signalled
     assert proc.returncode == 128 + signum, (proc.returncode, err)
-    assert took < 10, took
+    assert took <= EXIT_WITHIN_S, took
     assert "council run --resume cut" in err.replace("\n", " ")
     calls, r1, r2 = archived_calls(runs / "cut")
     assert r1 + r2 < total  # it did stop early
