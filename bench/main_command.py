@@ -47,11 +47,15 @@ import tarfile
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 import orjson
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+try:  # the CPU of a run's process tree; psutil is not among the package's own dependencies
+    from support.cpu import TreeCpu
+except ImportError:
+    TreeCpu = None
 BASELINE = "0c63e77"  # the last commit before `council run` was made faster
 TARGETS_S = {"ray": 8.0, "local": 6.0}
 _PHASE = re.compile(r"^  (\S.*?)\s+([0-9.]+) s\s+([0-9.]+) s$")
@@ -100,24 +104,13 @@ def ray_floor(actors: int) -> float:
         return time.perf_counter() - began
 
 
-def _cpu_count() -> Any:
-    """A count of the CPU of this process's tree (``bench/support/cpu.py``), or None without psutil (not among the
-    package's own dependencies: a user's environment may lack it)."""
-    try:
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
-        from support.cpu import TreeCpu
-    except ImportError:
-        return None
-    return TreeCpu()
-
-
 def one_run(backend: str, tree: Path | None, extra: tuple[str, ...] = ()) -> tuple[float, dict[str, float], dict]:
     """Seconds of one ``council run`` (the baseline's when ``tree`` is given; ``extra`` options) and, for ours,
     its phases; and the CPU seconds of its processes by kind (empty without psutil)."""
     env = _env()
     if tree is not None:
         env["PYTHONPATH"] = str(tree)
-    cpu = _cpu_count()  # on every run, so that its polling (a few % of a core) weighs on each side alike
+    cpu = TreeCpu() if TreeCpu else None  # on every run, so that its polling (a few % of a core) weighs on each side alike
     with tempfile.TemporaryDirectory(prefix="main-command-") as cwd:
         argv = [sys.executable, "-m", "council.cli", "run", "--backend", backend, "--progress-every", "0", *extra]
         if tree is None:
@@ -187,11 +180,12 @@ def main() -> int:
                 print(f"  Ray alone (start, {actors} no-op actors, stop): median {statistics.median(floors):.2f} s")
             cpu = {name: round(statistics.median(c[1].get(name, 0.0) for c in cpus), 2)
                    for name in dict.fromkeys(n for c in cpus for n in c[1])}
+            cpu_base, cpu_all = (round(statistics.median(c[i]["total"] for c in cpus), 2) if cpus else None
+                                 for i in (0, 2))
             if cpu:
-                cpu_base, cpu_all = (round(statistics.median(c[i]["total"] for c in cpus), 2) for i in (0, 2))
-                cpu |= {"baseline_total": cpu_base, "deliberate_all_total": cpu_all}
                 print(f"  ours, CPU seconds of its processes (median; {os.cpu_count()} cores): "
-                      + ", ".join(f"{name} {s:.2f}" for name, s in cpu.items()))
+                      + ", ".join(f"{name} {s:.2f}" for name, s in cpu.items())
+                      + f"; in all, baseline {cpu_base:.2f}, ours --deliberate all {cpu_all:.2f}")
             ok = ok and ratio >= 1.0
             figures[backend] = {"baseline_s": [round(x, 3) for x in theirs], "ours_s": [round(x, 3) for x in ours],
                                 "ours_deliberate_all_s": [round(x, 3) for x in ours_all],
@@ -200,7 +194,8 @@ def main() -> int:
                                 "ratio_baseline_over_ours": round(ratio, 3),
                                 "ratio_baseline_over_ours_default": round(base_m / our_m, 3), "target_s": target,
                                 "target_met": our_m <= target, "phases_median_s": breakdown,
-                                "cpu_median_s": cpu}
+                                "cpu_median_s": cpu, "baseline_cpu_median_s": cpu_base,
+                                "deliberate_all_cpu_median_s": cpu_all}
             if floors:
                 figures[backend] |= {"ray_alone_s": [round(x, 3) for x in floors],
                                      "ray_alone_median_s": round(statistics.median(floors), 3), "actors": actors}

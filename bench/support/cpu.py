@@ -22,20 +22,22 @@ def _cpu(proc: psutil.Process) -> float | None:
     return times.user + times.system
 
 
-def _label(proc: psutil.Process, root: psutil.Process) -> str:
+def _label(proc: psutil.Process, root: psutil.Process) -> str | None:
     """``driver`` (this process), ``provider`` (a ``council sim``, or a run's embedded provider in its own
     process), ``council run``, ``report`` (a run's report drawn aside), else the process's name (Ray's are
-    ``ray::ShardActor``, ``raylet``, ``gcs_server``...)."""
+    ``ray::ShardActor``, ``raylet``, ``gcs_server``...); None for an ended process, whose command line is gone."""
     if proc.pid == root.pid:
         return "driver"
     cmdline = proc.cmdline()
+    if not cmdline:  # a process that has ended and is not yet reaped: its command line is gone
+        return None
     if ("council.cli" in cmdline and "sim" in cmdline) or "council.sim._process" in cmdline:
         return "provider"
     if "council.cli" in cmdline and "run" in cmdline:
         return "council run"
     if "council.report" in cmdline:
         return "report"
-    if cmdline and cmdline[0].startswith("ray::"):  # an actor's process is titled by the method it runs too
+    if cmdline[0].startswith("ray::"):  # an actor's process is titled by the method it runs too
         return cmdline[0].split()[0].split(".")[0]
     return proc.name()
 
@@ -63,7 +65,8 @@ class TreeCpu:
         for proc in _tree(self._root):
             try:
                 key = (proc.pid, proc.create_time())  # a pid reused by a new process is another process
-                name = _label(proc, self._root)  # the latest: a Ray worker takes its actor's name once it runs one
+                # The latest: a Ray worker takes its actor's name once it runs one (an ended process keeps its last).
+                name = _label(proc, self._root) or self._names.get(key) or proc.name()
             except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
                 continue
             used = _cpu(proc)

@@ -33,8 +33,8 @@ async def test_fault_matrix(tmp_path):
     # here, so the storms begin soon after the first request, while the run is grading.
     faults = {name: {**fault, "storm_429_start_s": STORM_START_S} if "storm_429" in fault else fault
               for name, fault in bench.FAULTS.items()}
-    # The bench's ten attempts a request (bench.ATTEMPTS): with the default six, 20% 5xx failed one of the 1,000
-    # votes for good in about one run in sixteen (seen in a suite run); with ten, 1e-4 of runs.
+    # Each request is tried bench.ATTEMPTS times (why: there); with the default six, 20% 5xx failed one of these
+    # 1,000 votes for good in about one run in sixteen (seen once in a suite run).
     # The faults' runs go CONCURRENT at a time, each with its own provider and folder: most of a run's time is the
     # faults' own waits (storms, stalls, slow streams), which overlap.
     gate = asyncio.Semaphore(CONCURRENT)

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import orjson
 
 from tests.council.test_crash_resume import archived_calls
-from tests.inspect.test_scorer import billed, inspect_score, verdicts
+from tests.inspect.test_scorer import billed, inspect_score, run_eval, samples, verdicts
 
 if TYPE_CHECKING:
     from inspect_ai.model import ModelOutput
@@ -44,17 +44,9 @@ def half_right(messages, tools, tool_choice, config) -> ModelOutput:  # noqa: AN
 
 def scored_log(log_dir: Path) -> Path:
     """A log of an eval scored by ``match()``, which the council then scores with ``inspect score``."""
-    from inspect_ai import Task, eval
-    from inspect_ai.dataset import Sample
-    from inspect_ai.model import get_model
     from inspect_ai.scorer import match
-    from inspect_ai.solver import generate
 
-    logs = eval(Task(dataset=[Sample(input=q, target=a, id=i) for i, (q, a) in QUESTIONS.items()], solver=generate(),
-                     scorer=match()),
-                model=get_model("mockllm/model", custom_outputs=half_right), log_dir=str(log_dir), display="none")
-    assert logs[0].status == "success", logs[0].error
-    return Path(logs[0].location)
+    return Path(run_eval(match(), "mockllm/model", log_dir, dataset=samples(QUESTIONS), outputs=half_right).location)
 
 
 def kill_mid_scoring(log: Path, runs: Path, env: dict[str, str]) -> Path:

@@ -54,22 +54,29 @@ def answer(messages, tools, tool_choice, config) -> ModelOutput:  # noqa: ANN001
     return out
 
 
-def task(scorer) -> Task:  # noqa: ANN001
-    from inspect_ai import Task
+def samples(questions: dict[str, tuple[str, str]] = QUESTIONS) -> list:
     from inspect_ai.dataset import Sample
+
+    return [Sample(input=q, target=a, id=i) for i, (q, a) in questions.items()]
+
+
+def task(scorer, dataset=None, **task_args) -> Task:  # noqa: ANN001, ANN003
+    """A task of ``dataset`` (default: the samples of QUESTIONS) answered by the model and scored by ``scorer``."""
+    from inspect_ai import Task
     from inspect_ai.solver import generate
 
-    return Task(dataset=[Sample(input=q, target=a, id=i) for i, (q, a) in QUESTIONS.items()], solver=generate(),
-                scorer=scorer)
+    return Task(dataset=samples() if dataset is None else dataset, solver=generate(), scorer=scorer, **task_args)
 
 
-def run_eval(scorer, model: str, log_dir: Path, log_format: str = "eval"):  # noqa: ANN001, ANN201
+def run_eval(scorer, model: str, log_dir: Path, log_format: str = "eval", *, dataset=None, outputs=answer,  # noqa: ANN001, ANN003, ANN201
+             **task_args):
+    """The eval of :func:`task` with inspect's mock model answering by ``outputs``, run to success, as its log."""
     from inspect_ai import eval
     from inspect_ai.log import read_eval_log
     from inspect_ai.model import get_model
 
-    logs = eval(task(scorer), model=get_model(model, custom_outputs=answer), log_dir=str(log_dir), display="none",
-                log_format=log_format)
+    logs = eval(task(scorer, dataset, **task_args), model=get_model(model, custom_outputs=outputs),
+                log_dir=str(log_dir), display="none", log_format=log_format)
     assert logs[0].status == "success", logs[0].error
     return read_eval_log(logs[0].location)
 
@@ -120,19 +127,10 @@ def test_the_eval_metrics_are_the_run_summary(tmp_path):
     """The council's inspect metrics, computed by inspect from the scores, equal the figures of the run's own
     ``summary.json`` (written when the task ended): on samples that differ (half answered right, every one
     deliberated), where some member changes its verdict in round two."""
-    from inspect_ai import Task, eval
-    from inspect_ai.dataset import Sample
-    from inspect_ai.log import read_eval_log
-    from inspect_ai.model import get_model
-    from inspect_ai.solver import generate
-
     from tests.inspect.test_interrupt import QUESTIONS as MANY, half_right
 
-    logs = eval(Task(dataset=[Sample(input=q, target=a, id=i) for i, (q, a) in MANY.items()], solver=generate(),
-                     scorer=council(simulate=True, runs_dir=str(tmp_path / "runs"), deliberate="all")),
-                model=get_model("mockllm/model", custom_outputs=half_right), log_dir=str(tmp_path / "logs"),
-                display="none")
-    log = read_eval_log(logs[0].location)
+    log = run_eval(council(simulate=True, runs_dir=str(tmp_path / "runs"), deliberate="all"), "mockllm/model",
+                   tmp_path / "logs", dataset=samples(MANY), outputs=half_right)
     (folder,) = (tmp_path / "runs").iterdir()
     summary = json.loads((folder / "summary.json").read_text())
     metrics = {m: v.value for s in log.results.scores for m, v in s.metrics.items()}
@@ -145,16 +143,7 @@ def test_the_eval_metrics_are_the_run_summary(tmp_path):
 
 
 def test_each_epoch_is_a_row_of_its_own(tmp_path):
-    from inspect_ai import Task, eval
-    from inspect_ai.dataset import Sample
-    from inspect_ai.log import read_eval_log
-    from inspect_ai.model import get_model
-    from inspect_ai.solver import generate
-
-    logs = eval(Task(dataset=[Sample(input=q, target=a, id=i) for i, (q, a) in QUESTIONS.items()], solver=generate(),
-                     scorer=council(simulate=True, runs_dir=str(tmp_path / "runs")), epochs=2),
-                model=get_model("mockllm/model", custom_outputs=answer), log_dir=str(tmp_path / "logs"), display="none")
-    log = read_eval_log(logs[0].location)
+    log = run_eval(council(simulate=True, runs_dir=str(tmp_path / "runs")), "mockllm/model", tmp_path / "logs", epochs=2)
     rows = sorted(s.scores["council"].metadata["row_id"] for s in log.samples)
     assert rows == sorted(f"{i}::mockllm/model#e{e}" for i in QUESTIONS for e in (1, 2))
 
@@ -173,12 +162,8 @@ def test_judges_reserves_and_rubric_from_arguments_as_inspect_parses_them(tmp_pa
     """``-S judges=...,...`` and a rubric with commas, parsed by inspect's own ``-S`` parser: the panel is those
     judges less the model's vendor plus the roster's reserve, and every sample is graded by the rubric given,
     unless its metadata has its own."""
-    from inspect_ai import Task, eval
     from inspect_ai._util.config import parse_cli_args
     from inspect_ai.dataset import Sample
-    from inspect_ai.log import read_eval_log
-    from inspect_ai.model import get_model
-    from inspect_ai.solver import generate
 
     rubric, own = "The answer must be the sum, as a number, and nothing else.", "Only the number counts."
     args = parse_cli_args(["simulate=true", f"runs_dir={tmp_path / 'runs'}", f"rubric={rubric}",
@@ -186,10 +171,7 @@ def test_judges_reserves_and_rubric_from_arguments_as_inspect_parses_them(tmp_pa
     assert isinstance(args["judges"], list) and isinstance(args["rubric"], list)  # cut at the commas
     dataset = [Sample(input=q, target=a, id=i, metadata={"rubric": own} if i == "q1" else {})
                for i, (q, a) in QUESTIONS.items()]
-    logs = eval(Task(dataset=dataset, solver=generate(), scorer=council(**args)),
-                model=get_model("mockllm/openai/gpt-4o", custom_outputs=answer), log_dir=str(tmp_path / "logs"),
-                display="none")
-    log = read_eval_log(logs[0].location)
+    log = run_eval(council(**args), "mockllm/openai/gpt-4o", tmp_path / "logs", dataset=dataset)
     for sample in log.samples:
         meta = sample.scores["council"].metadata
         assert meta["members"] == ["anthropic", "google", "mistral"] and meta["excluded"] == ["openai"], meta
@@ -433,11 +415,7 @@ def test_a_chat_input_with_a_system_prompt_and_few_shot_turns_is_graded_on_its_q
     """Samples whose input is a conversation, read by inspect's own ``json_dataset`` from a JSONL file as
     benchmarks ship them (a system prompt, a worked example, then the question): the judges' question is the
     last user message (inspect's ``input_text``), not the example nor the system prompt."""
-    from inspect_ai import Task, eval
     from inspect_ai.dataset import json_dataset
-    from inspect_ai.log import read_eval_log
-    from inspect_ai.model import get_model
-    from inspect_ai.solver import generate
 
     data = tmp_path / "chat.jsonl"
     with data.open("w") as handle:
@@ -447,11 +425,9 @@ def test_a_chat_input_with_a_system_prompt_and_few_shot_turns_is_graded_on_its_q
                 {"role": "user", "content": "What is 10 + 10?"},
                 {"role": "assistant", "content": "20"},
                 {"role": "user", "content": question}]}) + "\n")
-    logs = eval(Task(dataset=json_dataset(str(data)), solver=generate(),
-                     scorer=council(simulate=True, runs_dir=str(tmp_path / "runs"))),
-                model=get_model("mockllm/model", custom_outputs=answer), log_dir=str(tmp_path / "logs"), display="none")
-    log = read_eval_log(logs[0].location)
-    assert logs[0].status == "success" and len(log.samples) == len(QUESTIONS)
+    log = run_eval(council(simulate=True, runs_dir=str(tmp_path / "runs")), "mockllm/model", tmp_path / "logs",
+                   dataset=json_dataset(str(data)))
+    assert log.status == "success" and len(log.samples) == len(QUESTIONS)
     assert all(s.scores["council"].value in ("C", "I") for s in log.samples)
     (folder,) = (tmp_path / "runs").iterdir()
     items = {i["id"]: i for i in map(json.loads, (folder / "items.jsonl").read_text().splitlines())}

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from council.sim import SimConfig, TruthTable, VendorBehaviour, start_sim
+from tests.sim._clients import openai_client
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -46,11 +47,9 @@ async def _cached(client: AsyncOpenAI, model: str, system: str, user: str) -> tu
 
 
 async def test_a_shared_prefix_is_served_from_the_cache_in_whole_blocks() -> None:
-    from openai import AsyncOpenAI
-
     clock = Clock()
     async with await start_sim(_quiet(), TruthTable(), clock=clock) as server:
-        client = AsyncOpenAI(base_url=server.url, api_key="test", max_retries=0)
+        client = openai_client(server)
         first, tokens = await _cached(client, MODEL, SHARED, "Question one: what is 2 + 2?")
         assert first == 0 and tokens >= 1024  # cached from now on, nothing served yet
         second, tokens2 = await _cached(client, MODEL, SHARED, "A different question altogether.")
@@ -71,18 +70,16 @@ async def test_a_shared_prefix_is_served_from_the_cache_in_whole_blocks() -> Non
 
 
 async def test_a_hit_refreshes_the_prefix_and_caching_can_be_off() -> None:
-    from openai import AsyncOpenAI
-
     clock = Clock()
     async with await start_sim(_quiet(), TruthTable(), clock=clock) as server:
-        client = AsyncOpenAI(base_url=server.url, api_key="test", max_retries=0)
+        client = openai_client(server)
         await _cached(client, MODEL, SHARED, "one")
         for _ in range(3):  # each use keeps it: 200 s apart, but never 300 s idle
             clock.t += 200.0
             assert (await _cached(client, MODEL, SHARED, "two"))[0] >= 1024
         await client.close()
     async with await start_sim(_quiet(prompt_cache_ttl_s=0.0), TruthTable(), clock=clock) as server:
-        client = AsyncOpenAI(base_url=server.url, api_key="test", max_retries=0)
+        client = openai_client(server)
         assert [(await _cached(client, MODEL, SHARED, "one"))[0] for _ in range(2)] == [None, None]
         await client.close()
 
@@ -116,11 +113,9 @@ def _tokens(*texts: str) -> int:
 
 
 async def test_a_breakpoint_vendor_serves_only_what_a_request_marks_and_only_long_enough() -> None:
-    from openai import AsyncOpenAI
-
     clock = Clock()
     async with await start_sim(_breakpoints(), TruthTable(), clock=clock) as server:
-        client = AsyncOpenAI(base_url=server.url, api_key="test", max_retries=0)
+        client = openai_client(server)
         plain = [{"role": "system", "content": SHARED}, {"role": "user", "content": ROUND_ONE}]
         assert [await _served(client, plain) for _ in range(2)] == [(0, 0), (0, 0)]  # nothing marked, nothing cached
         round_one = [{"role": "system", "content": _mark(SHARED)}, {"role": "user", "content": _mark(ROUND_ONE)}]
@@ -152,10 +147,8 @@ async def test_a_breakpoint_vendor_serves_only_what_a_request_marks_and_only_lon
 
 
 async def test_an_automatic_vendor_reads_marked_parts_as_text_and_caches_as_before() -> None:
-    from openai import AsyncOpenAI
-
     async with await start_sim(_breakpoints(), TruthTable(), clock=Clock()) as server:
-        client = AsyncOpenAI(base_url=server.url, api_key="test", max_retries=0)
+        client = openai_client(server)
         await _cached(client, MODEL, SHARED, "Question one: what is 2 + 2?")
         automatic, _ = await _cached(client, MODEL, SHARED, "A different question altogether.")
         marked = [{"role": "system", "content": _mark(SHARED)},
@@ -166,10 +159,10 @@ async def test_an_automatic_vendor_reads_marked_parts_as_text_and_caches_as_befo
 
 
 async def test_content_parts_that_are_not_text_and_a_fifth_breakpoint_are_refused() -> None:
-    from openai import AsyncOpenAI, BadRequestError
+    from openai import BadRequestError
 
     async with await start_sim(_breakpoints(), TruthTable(), clock=Clock()) as server:
-        client = AsyncOpenAI(base_url=server.url, api_key="test", max_retries=0)
+        client = openai_client(server)
         image = [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "https://x/y.png"}}]}]
         five = [{"role": "user", "content": [_mark(f"part {k}. ")[0] for k in range(5)]}]
         four = [{"role": "user", "content": [_mark(f"part {k}. ")[0] for k in range(4)]}]

@@ -39,6 +39,7 @@ from council.sim._judging import (
 from council.sim._quota import QuotaBook, format_reset
 from elicitor.parsing import parse_elicited
 from elicitor.prompts import ABSTAIN, ELICIT_SYSTEM, elicit_messages
+from tests.sim._clients import openai_client
 
 AUTH = {"Authorization": "Bearer test"}
 QUIET = {"latency_ms": 0.0, "latency_jitter_ms": 0.0, "malformed_rate": 0.0, "name_drop_rate": 0.0,
@@ -153,12 +154,10 @@ def r2_bodies(items, rows) -> list[str]:
 
 
 async def test_openai_client_completion_and_models() -> None:
-    from openai import AsyncOpenAI
-
     items, rows = bank(1, LLAMA)
     async with await start_sim(quiet(SimConfig.planted()), TruthTable.from_rows(items, rows)) as server:
         assert server.url == f"http://127.0.0.1:{server.port}/v1"
-        client = AsyncOpenAI(base_url=server.url, api_key="test", max_retries=0)
+        client = openai_client(server)
         resp = await client.chat.completions.create(
             model="openai/gpt-5", messages=round1_messages(items[0], rows[0]), temperature=0, max_tokens=200,
             response_format={"type": "json_schema", "json_schema": {"name": "v", "schema": {"type": "object"}}},
@@ -664,10 +663,8 @@ async def test_truncation_and_max_tokens(session) -> None:
 
 async def test_server_errors_and_timeouts(session) -> None:
     import openai
-    from openai import AsyncOpenAI
-
     async with await start_sim(one_vendor(error_rate=1.0)) as server:
-        client = AsyncOpenAI(base_url=server.url, api_key="test", max_retries=0)
+        client = openai_client(server)
         with pytest.raises(openai.InternalServerError):
             await client.chat.completions.create(model="qwen/qwen3-max", messages=[{"role": "user", "content": "x"}])
         await client.close()
@@ -854,14 +851,12 @@ async def elicit_all(session, server, model: str, items: list[BankItem], **extra
 
 
 async def test_elicitation_round_trip_with_openai_client() -> None:
-    from openai import AsyncOpenAI
-
     items = elicit_bank(10)
     truth = TruthTable.from_items(items)
     assert len(truth) == 0 and truth.n_items == 10 and truth.item("  " + items[3].prompt + "\n") == items[3]
     async with await start_sim(models_config(), truth) as server:  # an empty (falsy) table is still used
         assert server.truth is truth
-        client = AsyncOpenAI(base_url=server.url, api_key="test", max_retries=0)
+        client = openai_client(server)
         resp = await client.chat.completions.create(
             model="openai/gpt-4o-mini", messages=elicit_messages(items[0].prompt), temperature=0.7, max_tokens=300,
         )
@@ -1133,8 +1128,6 @@ def test_world_catalogue_is_the_providers_own() -> None:
 
 async def test_unknown_model_is_404_and_models_lists_the_world(session) -> None:
     import openai
-    from openai import AsyncOpenAI
-
     cfg = quiet(SimConfig.planted()).model_copy(update={"world": {"acme/judge-1": "acme"}})
     async with await start_sim(cfg, TruthTable.from_items(elicit_bank(2))) as server:
         for model, messages in (("acme/unheard-of-7b", [{"role": "user", "content": "hi"}]),
@@ -1148,7 +1141,7 @@ async def test_unknown_model_is_404_and_models_lists_the_world(session) -> None:
         # A model the config adds answers (matched case-insensitively) and is counted under its vendor.
         assert (await post(session, server, "ACME/Judge-1", [{"role": "user", "content": "hi"}]))[0] == 200
         assert (await server.stats())["vendors"]["acme"]["requests"] == 1
-        client = AsyncOpenAI(base_url=server.url, api_key="test", max_retries=0)
+        client = openai_client(server)
         with pytest.raises(openai.NotFoundError):
             await client.chat.completions.create(model="nobody/nothing", messages=[{"role": "user", "content": "x"}])
         listed = {m.id: m.owned_by for m in (await client.models.list()).data}

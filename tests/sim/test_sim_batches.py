@@ -13,6 +13,7 @@ import pytest
 from council.core.schema import BankItem, ResponseRow
 from council.protocol.prompts import round1_messages
 from council.sim import SimConfig, TruthTable, VendorBehaviour, start_sim
+from tests.sim._clients import anthropic_client, openai_client
 
 if TYPE_CHECKING:
     import anthropic
@@ -74,11 +75,7 @@ async def lines_of(client: AsyncOpenAI, file_id: str | None) -> list[dict]:
 
 
 def clients(server) -> tuple[AsyncOpenAI, anthropic.AsyncAnthropic]:
-    import anthropic
-    from openai import AsyncOpenAI
-
-    return (AsyncOpenAI(base_url=server.url, api_key="x", max_retries=0),
-            anthropic.AsyncAnthropic(base_url=server.url.removesuffix("/v1"), api_key="x", max_retries=0))
+    return openai_client(server), anthropic_client(server)
 
 
 # ---- OpenAI ------------------------------------------------------------------------------------------------

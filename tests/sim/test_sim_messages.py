@@ -4,7 +4,6 @@ answers, billing and faults as chat completions, in Anthropic's shapes."""
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
 
 import aiohttp
 import pytest
@@ -12,9 +11,7 @@ import pytest
 from council.core.schema import BankItem, ResponseRow
 from council.protocol.prompts import round1_messages
 from council.sim import SimConfig, TruthTable, VendorBehaviour, start_sim
-
-if TYPE_CHECKING:
-    import anthropic
+from tests.sim._clients import anthropic_client, openai_client
 
 QUIET = {"latency_ms": 0.0, "latency_jitter_ms": 0.0, "malformed_rate": 0.0, "name_drop_rate": 0.0,
          "prose_json_rate": 0.0, "fenced_rate": 0.0}
@@ -48,19 +45,11 @@ def native(messages: list[dict]) -> tuple[str | None, list[dict]]:
     return (system[0] if system else None), [m for m in messages if m["role"] != "system"]
 
 
-def anthropic_client(server, **kw) -> anthropic.AsyncAnthropic:
-    import anthropic
-
-    return anthropic.AsyncAnthropic(base_url=server.url.removesuffix("/v1"), api_key="x", max_retries=0, **kw)
-
-
 async def test_same_answers_and_billing_as_chat_completions() -> None:
-    from openai import AsyncOpenAI
-
     items, answers = rows(6)
     conversations = [round1_messages(i, r) for i, r in zip(items, answers)]
     async with await start_sim(config(), TruthTable.from_rows(items, answers)) as server:
-        chat = AsyncOpenAI(base_url=server.url, api_key="x", max_retries=0)
+        chat = openai_client(server)
         expected = [await chat.chat.completions.create(model=JUDGE, messages=m, max_tokens=300) for m in conversations]
         await server.reset()
         client = anthropic_client(server)

@@ -20,6 +20,7 @@ from council.protocol.prompts import (
 from council.sim import SimConfig, TruthTable, VendorBehaviour, start_sim
 from council.sim._grading import QUALITY_CORRECT, QUALITY_INCORRECT, parse_graded, true_levels
 from council.sim._judging import decide
+from tests.sim._clients import openai_client
 
 QUIET = {"latency_ms": 0.0, "latency_jitter_ms": 0.0, "malformed_rate": 0.0, "name_drop_rate": 0.0,
          "prose_json_rate": 0.0, "fenced_rate": 0.0}
@@ -306,15 +307,13 @@ def test_omit_rate_leaves_dimensions_out() -> None:
 
 
 async def test_graded_prompt_over_http() -> None:
-    from openai import AsyncOpenAI
-
     items, rows = bank(1, SCALE4)
     cfg = SimConfig.planted(seed=2)
     truth = TruthTable.from_rows(items, rows)
     messages = round1_messages(items[0], rows[0])
     assert messages[0]["content"] == SCALE_SYSTEM_PROMPT and round1_body(items[0], rows[0]) in messages[1]["content"]
     async with await start_sim(cfg, truth) as server:
-        client = AsyncOpenAI(base_url=server.url, api_key="test", max_retries=0)
+        client = openai_client(server)
         resp = await client.chat.completions.create(model=GPT, messages=messages, temperature=0, max_tokens=400)
         await client.close()
     content = resp.choices[0].message.content
