@@ -83,17 +83,25 @@ _local_node: list[Any] = []  # the private instance this process started (:func:
 
 def _start_local_node(num_cpus: int | None) -> Any | None:
     """A private single-node instance on 127.0.0.1, started as ``ray.init(address="local")`` starts one, less
-    the two processes a run never reads: the log monitor (it forwards workers' output to drivers, and ours
-    ask for none: ``log_to_driver=False``) and the autoscaler's monitor (a private node never scales). Each
-    costs a Python process's start, and at shutdown Ray waits up to a second for each to exit. ``None`` when
-    this Ray's node API differs from the one this is written for (``ray.init`` then starts the instance)."""
+    the three processes a run never reads: the log monitor (it forwards workers' output to drivers, and ours
+    ask for none: ``log_to_driver=False``), the autoscaler's monitor (a private node never scales) and the
+    dashboard's head, which without the dashboard (``include_dashboard=False``) serves only Ray's usage
+    statistics and the job and state APIs, none of which a run calls. Each costs a Python process's start
+    (the dashboard's head about a second of a core, and as much of the start's wall time), and at shutdown
+    Ray waits for each to exit. ``None`` when this Ray's node API differs from the one this is written for
+    (``ray.init`` then starts the instance, all of it)."""
     try:
         from ray._private.node import Node
         from ray._private.parameter import RayParams
 
+        class PrivateNode(Node):
+            def start_api_server(self, *, include_dashboard: bool | None, raise_on_failure: bool) -> None:
+                if include_dashboard:  # never, as started here; Ray's own start if it were asked for
+                    super().start_api_server(include_dashboard=include_dashboard, raise_on_failure=raise_on_failure)
+
         params = RayParams(node_ip_address=LOOPBACK, include_dashboard=False, num_cpus=num_cpus,
                            include_log_monitor=False, no_monitor=True)
-        return Node(params, head=True, shutdown_at_exit=False, spawn_reaper=True, ray_init_cluster=True)
+        return PrivateNode(params, head=True, shutdown_at_exit=False, spawn_reaper=True, ray_init_cluster=True)
     except (ImportError, TypeError, AttributeError):
         return None
 

@@ -1,7 +1,7 @@
 """Ray stays on the loopback even when something imported Ray before the council did (a test module at
 collection, a user's script): Ray reads its cluster switch into a constant at first import. The private
-instance the council starts runs without the two processes no run reads (the log monitor and the
-autoscaler's monitor), and its shutdown leaves none of its processes behind."""
+instance the council starts runs without the three processes no run reads (the log monitor, the
+autoscaler's monitor and the dashboard's head), and its shutdown leaves none of its processes behind."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def descendants():
 ensure_ray(num_cpus=1)
 print(sorted({n["NodeManagerAddress"] for n in ray.nodes()}))
 started = descendants()
-print(sorted({kind for kind in ("raylet", "gcs_server", "log_monitor", "monitor.py")
+print(sorted({kind for kind in ("raylet", "gcs_server", "log_monitor", "monitor.py", "dashboard/dashboard.py")
               if any(kind in cmd for cmd in started.values())}))
 shutdown_ray()
 deadline = time.monotonic() + 10
@@ -52,5 +52,5 @@ def test_ray_imported_first_still_binds_the_loopback():
     assert done.returncode == 0, done.stderr[-2000:]
     addresses, kinds, left = done.stdout.strip().splitlines()[-3:]
     assert addresses == "['127.0.0.1']"
-    assert kinds == "['gcs_server', 'raylet']"  # neither monitor: nothing reads them
+    assert kinds == "['gcs_server', 'raylet']"  # no monitor, no dashboard head: nothing reads them
     assert left == "[]"  # every process of the instance ended with shutdown_ray
