@@ -95,9 +95,8 @@ def _start_local_node(num_cpus: int | None) -> Any | None:
         from ray._private.parameter import RayParams
 
         class PrivateNode(Node):
-            def start_api_server(self, *, include_dashboard: bool | None, raise_on_failure: bool) -> None:
-                if include_dashboard:  # never, as started here; Ray's own start if it were asked for
-                    super().start_api_server(include_dashboard=include_dashboard, raise_on_failure=raise_on_failure)
+            def start_api_server(self, **_: Any) -> None:  # the dashboard's head: not started
+                return None
 
         params = RayParams(node_ip_address=LOOPBACK, include_dashboard=False, num_cpus=num_cpus,
                            include_log_monitor=False, no_monitor=True)
