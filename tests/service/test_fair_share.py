@@ -1,8 +1,14 @@
 """Each vendor's quota is shared between the running jobs of different tenants: a 50-row job of tenant B
 submitted while a 1,000-row job of tenant A runs finishes in a time close to running alone.
 
-The quota that binds is the council's own (the service's config gives every vendor 1,200 requests a minute,
-one ledger per vendor for all jobs); the embedded provider itself answers at once and has no limit."""
+The quota that binds is the council's own (the service's config gives every vendor 300 requests a minute,
+one ledger per vendor for all jobs); the embedded provider itself answers at once and has no limit.
+
+The quota is low so that it, not the machine, sets both times: the 50-row job sends about 20 requests to each
+vendor, and at 1,200 a minute the bucket's burst (half a second of quota) covered half of them when the job ran
+alone but none beside the big job, and the rest of its 1.2 s was the machine's; on a loaded 2-core machine the
+ratio then ranged 1.2-3.0x. At 300 a minute the burst is 2.5 requests and the ratio measured 1.7-2.5x idle and
+1.6-2.2x beside three busy processes."""
 
 from __future__ import annotations
 
@@ -17,7 +23,7 @@ from tests.council._provider import quiet
 from tests.service._server import auth, service
 from tests.service.test_service import wait_over
 
-RPM = 1200
+RPM = 300
 
 
 def rows_of(path, copies: int, tag: str) -> list[dict]:
@@ -52,7 +58,8 @@ async def test_a_small_job_is_not_starved_by_a_big_one(tmp_path):
 
     sample = bank.SAMPLE_RESPONSES
     small = rows_of(sample, 1, "b")[:50]
-    big = rows_of(sample, 2, "a")[:1000]  # about 10,000 calls: over a minute at the quota, it outlasts the small job
+    # About 200 requests a vendor (batches of 8): 40 s at the quota, it outlasts the small job.
+    big = rows_of(sample, 2, "a")[:1000]
     config = tmp_path / "council.json"
     config.write_bytes(orjson.dumps({"vendors": {v: {"rpm": RPM} for v in
                                                  ("anthropic", "google", "openai", "alibaba", "deepseek", "mistral")}}))
@@ -74,4 +81,7 @@ async def test_a_small_job_is_not_starved_by_a_big_one(tmp_path):
                 pass
     ratio = shared / alone
     print(f"50-row job alone {alone:.1f} s, beside a 1,000-row job {shared:.1f} s: {ratio:.2f}x")
-    assert ratio < 3.0  # half the quota each: about 2x at worst in theory; starved, it would wait behind 1,000 rows
+    # Half the quota each makes about 2x; a little more, as the alone run had the burst and the small job's demand
+    # comes in waves (a row's round two waits for its round one), the big job taking the quota in between.
+    # Starved, it would wait behind 1,000 rows: over 15x.
+    assert ratio < 3.0
