@@ -71,7 +71,8 @@ async def drive_shards(
     from ray.exceptions import RayActorError
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    from council.cluster.actors import BudgetActor, ShardActor, WriterActor, quota_actor
+    from council.cluster.actors import BudgetActor, ShardActor, WriterActor
+    from council.cluster.quotas import quota_actor
 
     log = logs.get_logger("council.shards").bind(run_id=folder.name)
     asked = time.monotonic()

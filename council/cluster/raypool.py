@@ -30,7 +30,8 @@ class RayPool:
 
     def __init__(self, config: CouncilConfig, endpoints: dict[str, Endpoint], models: Iterable[str] = (), *,
                  stop: StopControl | None = None) -> None:
-        from council.cluster.actors import ElicitorActor, JudgeActor, quota_actor
+        from council.cluster.actors import ElicitorActor, JudgeActor
+        from council.cluster.quotas import quota_actor
 
         models = list(models)
         self._stop = stop or StopControl()

@@ -18,7 +18,7 @@ def spender_class():
         """Stands for any caller of a vendor (a judge, an elicitor) in its own process."""
 
         def __init__(self, vendor: str) -> None:
-            from council.cluster.actors import RayLedger
+            from council.cluster.quotas import RayLedger
             from council.transport.limiter import Limiter
 
             self.limiter = Limiter(RayLedger(vendor), f"spender:{os.getpid()}", lease_s=0.1)
@@ -41,7 +41,7 @@ def spender_class():
 def test_processes_share_one_quota(ray_session):
     import ray
 
-    from council.cluster.actors import quota_actor
+    from council.cluster.quotas import quota_actor
 
     quota = quota_actor({"quota-test": Limits(rpm=1200)})
     spenders = [spender_class().remote("quota-test") for _ in range(2)]

@@ -1,0 +1,66 @@
+"""The quota actor: every vendor's one ledger for the whole cluster, and a limiter's handle on it.
+
+A module of its own, importing only the ledger: the actor's process imports the module that defines its class, and
+the judges' module would cost it aiohttp, the prompts and the record schema (about 0.2 s of a core) for nothing."""
+
+from __future__ import annotations
+
+import ray
+
+from council.protocol.config import Limits
+from council.transport.quota import Grant, QuotaLedger, Report
+
+NAMESPACE = "grading-council"
+
+
+@ray.remote(num_cpus=0)
+class QuotaActor:
+    """The one ledger of each vendor for the whole cluster, every vendor's in this one actor (one process, not
+    one per vendor), found by name: ``quotas``."""
+
+    def __init__(self, limits: dict[str, Limits]) -> None:
+        self._ledgers = {vendor: QuotaLedger(lim) for vendor, lim in limits.items()}
+
+    def configure(self, limits: dict[str, Limits]) -> None:
+        for vendor, lim in limits.items():
+            ledger = self._ledgers.get(vendor)
+            if ledger is None or ledger.limits != lim:
+                self._ledgers[vendor] = QuotaLedger(lim)
+
+    def lease(self, vendor: str, limits: Limits | None, holder: str, want_requests: int, want_tokens: int,
+              report: Report) -> Grant:
+        """A lease of ``vendor``'s ledger; one that has none yet (its holder asked before the run's
+        configuration arrived) gets one with the holder's ``limits``."""
+        ledger = self._ledgers.get(vendor)
+        if ledger is None:
+            ledger = self._ledgers[vendor] = QuotaLedger(limits or Limits())
+        return ledger.lease(holder, want_requests, want_tokens, report)
+
+    def stats(self, vendor: str) -> dict:
+        return self._ledgers[vendor].report()
+
+
+QUOTAS = "quotas"
+
+
+def quota_actor(limits: dict[str, Limits], **options):  # noqa: ANN003, ANN201 - Ray options; an actor handle
+    """The quota actor, holding a ledger for each vendor of ``limits``: created on first use, then found by name
+    from any process of the cluster (``options``, such as a scheduling strategy, apply when it is created). It
+    is configured without waiting: calls from one process reach it in order, and it serves another
+    process's first lease only once it is up."""
+    actor = QuotaActor.options(name=QUOTAS, namespace=NAMESPACE, get_if_exists=True, max_restarts=-1,
+                               max_task_retries=-1, **options).remote(limits)
+    actor.configure.remote(limits)
+    return actor
+
+
+class RayLedger:
+    """A limiter's handle on its vendor's ledger in the quota actor."""
+
+    def __init__(self, vendor: str, limits: Limits | None = None) -> None:
+        self._vendor = vendor
+        self._limits = limits
+        self._actor = ray.get_actor(QUOTAS, namespace=NAMESPACE)
+
+    async def lease(self, holder: str, want_requests: int, want_tokens: int, report: Report) -> Grant:
+        return await self._actor.lease.remote(self._vendor, self._limits, holder, want_requests, want_tokens, report)
