@@ -11,12 +11,7 @@ from council.cluster.quotas import RayLedger
 from council.core.schema import BankItem, JudgeCallRecord, MemberSpec
 from council.grading.budget import Lease
 from council.grading.stop import Stopped
-from council.protocol.config import (
-    CouncilConfig,
-    Endpoint,
-    JudgeParams,
-    VendorSettings,
-)
+from council.protocol.config import CouncilConfig, Endpoint, JudgeParams, VendorSettings
 from council.transport.judge import Judge, JudgeTask
 from council.transport.limiter import Limiter
 

@@ -1,7 +1,8 @@
 """The quota actor: every vendor's one ledger for the whole cluster, and a limiter's handle on it.
 
-A module of its own, importing only the ledger: the actor's process imports the module that defines its class, and
-the judges' module would cost it aiohttp, the prompts and the record schema (about 0.2 s of a core) for nothing."""
+A module of its own, importing only the ledger: the actor's process imports the module that defines its class. On top
+of Ray this module costs 0.12 s of a core to import and the judges' module (aiohttp, the prompts, the record schema)
+0.33 s; a quota actor's process used 0.68-0.78 s of a core here, against 0.71-0.90 s with its class among the judges'."""
 
 from __future__ import annotations
 

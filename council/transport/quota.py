@@ -145,7 +145,7 @@ class _Stats:
 
 
 class QuotaLedger:
-    """The single account of one vendor. Plain Python; the Ray actor in :mod:`council.cluster.actors` wraps it."""
+    """The single account of one vendor. Plain Python; the Ray actor in :mod:`council.cluster.quotas` wraps it."""
 
     def __init__(self, limits: Limits, *, burst_s: float = 0.5, clock: Clock = time.monotonic) -> None:
         self.limits = limits
