@@ -20,7 +20,12 @@ from tests.council._provider import command, council, quiet, sim_process
 from tests.council.test_end_to_end import lines, subset
 
 ITEMS = 12  # of the sample's 160: 72 rows
-COMPLETION_S = 1.5  # a batch's time from creation to end on the provider
+# A batch's time from creation to end on the provider. It bounds the second kill's window: the resume after the
+# first kill takes up the batches that kill left on the provider, so round one waits, none ended, only until
+# those end, COMPLETION_S after the first attempt made them, less the resume's own start. That start took 0.76 s
+# on a quiet machine; at 1.5 s, a loaded suite run once started the resume after they had ended, and the run
+# never waited with none ended ("waiting: the run ended before it could be killed").
+COMPLETION_S = 3.0
 REPLY_DELAY_S = 0.8  # a create answers this long after the batch is made: the window of the first kill
 
 
