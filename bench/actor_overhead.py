@@ -42,6 +42,7 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +55,8 @@ for path in (str(ROOT), str(HERE)):
     if path not in sys.path:
         sys.path.insert(0, path)
 
-from client_overhead import start_provider, stop_provider  # noqa: E402
+from client_overhead import Cpu, start_provider, stop_provider  # noqa: E402
+from support.cpu import _cpu  # noqa: E402
 
 import bank  # noqa: E402
 from council.core.schema import MemberSpec  # noqa: E402
@@ -83,11 +85,6 @@ def batches(tasks: list[JudgeTask], size: int) -> list[list[JudgeTask]]:
     return [tasks[i:i + size] for i in range(0, len(tasks), size)]
 
 
-def _cpu(proc: psutil.Process) -> float:
-    times = proc.cpu_times()
-    return times.user + times.system
-
-
 def _thread_ticks(pid: int, names: dict[int, str]) -> dict[str, int]:
     """CPU ticks (hundredths of a second, as a rule) of each thread of ``pid`` (Linux), by its Python name in
     ``names`` (by native id) or else its native name, summed over threads of one name."""
@@ -104,16 +101,27 @@ def _thread_ticks(pid: int, names: dict[int, str]) -> dict[str, int]:
     return out
 
 
+def _counted(records: list) -> int:
+    """How many votes came back; RuntimeError if one failed (a failed vote costs less than a graded one)."""
+    bad = [r for r in records if isinstance(r, BaseException) or not r.ok]
+    if bad:
+        raise RuntimeError(f"a vote failed: {bad[0]!r}")
+    return len(records)
+
+
+def _timed(grade: Callable[[], int]) -> dict[str, Any]:
+    """``grade()`` (the votes it graded), with this process's CPU and the wall time it took."""
+    cpu0, t0 = time.process_time(), time.perf_counter()
+    n = grade()
+    return {"votes": n, "cpu_s": time.process_time() - cpu0, "wall_s": time.perf_counter() - t0}
+
+
 async def _drive(send, work: list[list[JudgeTask]], inflight: int) -> int:  # noqa: ANN001 - a batch's coroutine
     gate = asyncio.Semaphore(inflight)
 
     async def one(batch: list[JudgeTask]) -> int:
         async with gate:
-            records = await send(batch)
-        bad = [r for r in records if isinstance(r, BaseException) or not r.ok]
-        if bad:
-            raise RuntimeError(f"a vote failed: {bad[0]!r}")
-        return len(records)
+            return _counted(await send(batch))
 
     return sum(await asyncio.gather(*(one(b) for b in work)))
 
@@ -125,12 +133,7 @@ class Plain:
         self.judge = judge
 
     def run(self, work: list[list[JudgeTask]], inflight: int) -> dict[str, Any]:
-        async def go() -> int:
-            return await _drive(self.judge.grade_batch, work, inflight)
-
-        cpu0, t0 = time.process_time(), time.perf_counter()
-        n = self.loop.run_until_complete(go())
-        return {"votes": n, "cpu_s": time.process_time() - cpu0, "wall_s": time.perf_counter() - t0}
+        return _timed(lambda: self.loop.run_until_complete(_drive(self.judge.grade_batch, work, inflight)))
 
     def __enter__(self) -> Plain:
         self.loop = asyncio.new_event_loop()
@@ -157,13 +160,14 @@ class Threaded:
         return self
 
     def run(self, work: list[list[JudgeTask]], inflight: int) -> dict[str, Any]:
-        def call(batch: list[JudgeTask]) -> list:
-            return asyncio.run_coroutine_threadsafe(self.judge.grade_batch(batch), self.loop).result()
+        def call(batch: list[JudgeTask]) -> int:
+            return _counted(asyncio.run_coroutine_threadsafe(self.judge.grade_batch(batch), self.loop).result())
 
-        cpu0, t0 = time.process_time(), time.perf_counter()
-        with concurrent.futures.ThreadPoolExecutor(inflight) as pool:
-            n = sum(len(r) for r in pool.map(call, work))
-        return {"votes": n, "cpu_s": time.process_time() - cpu0, "wall_s": time.perf_counter() - t0}
+        def grade() -> int:
+            with concurrent.futures.ThreadPoolExecutor(inflight) as pool:
+                return sum(pool.map(call, work))
+
+        return _timed(grade)
 
     def __exit__(self, *exc: object) -> None:
         asyncio.run_coroutine_threadsafe(self.judge.close(), self.loop).result()
@@ -200,19 +204,16 @@ class Actor:
         return self
 
     def run(self, work: list[list[JudgeTask]], inflight: int) -> dict[str, Any]:
-        async def go() -> int:
-            return await _drive(lambda b: self.actor.grade_batch.remote(b), work, inflight)
-
         before = [_cpu(p) for p in self.procs]
         ticks = _thread_ticks(self.pid, self.names)
-        cpu0, t0 = time.process_time(), time.perf_counter()
-        n = self.loop.run_until_complete(go())
-        wall, driver = time.perf_counter() - t0, time.process_time() - cpu0
+        res = _timed(lambda: self.loop.run_until_complete(
+            _drive(lambda b: self.actor.grade_batch.remote(b), work, inflight)))
         actor, quota = (_cpu(p) - b for p, b in zip(self.procs, before, strict=True))
         after = _thread_ticks(self.pid, self.names)
         threads = {name: after[name] - ticks.get(name, 0) for name in after}
-        return {"votes": n, "cpu_s": actor + quota + driver, "wall_s": wall, "actor_s": actor, "quota_s": quota,
-                "driver_s": driver, "threads": {k: v for k, v in sorted(threads.items(), key=lambda x: -x[1]) if v}}
+        return {**res, "cpu_s": actor + quota + res["cpu_s"], "actor_s": actor, "quota_s": quota,
+                "driver_s": res["cpu_s"],
+                "threads": {k: v for k, v in sorted(threads.items(), key=lambda x: -x[1]) if v}}
 
     def __exit__(self, *exc: object) -> None:
         from council.cluster.raycluster import shutdown_ray
@@ -230,12 +231,11 @@ def main() -> int:
     args = parser.parse_args()
 
     provider, url = start_provider(pin=False)
-    provider_proc = psutil.Process(provider.pid)
     config = CouncilConfig()
     member = next(m for m in config.roster if m.vendor == VENDOR)
     endpoint = Endpoint(base_url=url)
     work = batches(votes(args.votes), args.batch)
-    warm = batches(votes(min(args.votes, 320)), args.batch)
+    warm = work[:10]
 
     def judge() -> Judge:  # the local backend's judge, each time in a pool of its own
         return LocalPool(config, dict.fromkeys(config.roster_vendors, endpoint)).judges[VENDOR]
@@ -247,9 +247,9 @@ def main() -> int:
                 path.run(warm, args.inflight)
             for r in range(args.rounds):
                 for path in (plain, threaded, actor):
-                    p0 = _cpu(provider_proc)
-                    res = path.run(work, args.inflight)
-                    res["provider_core"] = (_cpu(provider_proc) - p0) / res["wall_s"]
+                    with Cpu(provider.pid) as cpu:
+                        res = path.run(work, args.inflight)
+                    res["provider_core"] = cpu.share
                     res["us_per_vote"] = 1e6 * res["cpu_s"] / res["votes"]
                     results[path.name].append(res)
                     extra = ""
