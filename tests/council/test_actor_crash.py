@@ -13,6 +13,7 @@ import bank
 from council.protocol.config import CouncilConfig
 from council.run.runner import RunRequest, run_council
 from council.sim import SimConfig
+from tests.council._roster import SMALL_ROSTER
 from tests.council.test_end_to_end import lines, subset
 
 
@@ -31,7 +32,7 @@ async def test_a_killed_judge_actor_recovers(tmp_path, ray_session):
 
     def request(run_id: str, backend: str) -> RunRequest:
         return RunRequest(bank=bank.SAMPLE_BANK, responses=responses, runs_dir=tmp_path / "runs", run_id=run_id,
-                          backend=backend, sim_config=path, config=CouncilConfig())
+                          backend=backend, sim_config=path, config=CouncilConfig(roster=SMALL_ROSTER))
 
     reference = await run_council(request("reference", "local"))
     run = asyncio.create_task(run_council(request("crashed", "ray")))

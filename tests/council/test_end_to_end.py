@@ -13,6 +13,7 @@ import bank
 from council.cli import main
 from council.protocol.config import CouncilConfig
 from council.run.runner import RunRequest, run_council
+from tests.council._roster import SMALL_ROSTER
 
 
 def subset(tmp_path: Path, n_items: int) -> Path:
@@ -99,7 +100,7 @@ async def test_local_backend_end_to_end(tmp_path):
 async def test_ray_backend_end_to_end(tmp_path, ray_session):
     import ray
 
-    result = await grade(tmp_path, subset(tmp_path, 8), backend="ray")
+    result = await grade(tmp_path, subset(tmp_path, 8), backend="ray", roster=SMALL_ROSTER)
     check_run_folder(result, 48)
     assert {n["NodeManagerAddress"] for n in ray.nodes()} == {"127.0.0.1"}  # Ray stays on the loopback
 

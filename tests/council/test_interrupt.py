@@ -17,12 +17,13 @@ import pytest
 
 from council.sim import SimConfig
 from tests.council._provider import command, council, quiet, sim_process
+from tests.council._roster import SMALL_ROSTER
 from tests.council.test_crash_resume import archived_calls
 from tests.council.test_end_to_end import lines
 from tests.council.test_stop_moments import EXIT_WITHIN_S
 
-CONCURRENCY = 4
-ROWS = 60  # 600 calls of 150 ms, 24 at a time: a run of about 4 s, stopped at 30% of it with 24 in flight
+CONCURRENCY = 6  # each of the small roster's four judges: 24 calls at a time
+ROWS = 60  # 198 votes of 150 ms (180 in round one, 18 in round two), stopped at 30% of them with about 24 in flight
 
 
 def stats(url: str) -> dict:
@@ -48,8 +49,8 @@ def whole(provider, tmp_path_factory):
 
     tmp = tmp_path_factory.mktemp("whole")
     config = tmp / "council.json"
-    vendors = ("anthropic", "google", "openai", "alibaba", "deepseek", "mistral")
-    config.write_bytes(orjson.dumps({"vendors": {v: {"concurrency": CONCURRENCY} for v in vendors}}))
+    limits = {seat["vendor"]: {"concurrency": CONCURRENCY} for seat in SMALL_ROSTER}
+    config.write_bytes(orjson.dumps({"roster": SMALL_ROSTER, "vendors": limits}))
     subset = tmp / "rows.jsonl"
     subset.write_bytes(b"\n".join(bank.SAMPLE_RESPONSES.read_bytes().splitlines()[:ROWS]) + b"\n")
     subprocess.run(council("run", "--run-id", "whole", "--backend", "local", "--provider-url", provider, "--runs-dir",

@@ -27,6 +27,7 @@ from council.sim import SimConfig
 from council.transport.limiter import Limiter, LocalLedger
 from council.transport.quota import TIMELINE_BUCKETS, QuotaLedger, Report, Timeline
 from tests.council._provider import quiet
+from tests.council._roster import SMALL_ROSTER
 from tests.council.test_end_to_end import lines, subset
 
 
@@ -172,7 +173,7 @@ async def test_quota_stats_count_every_request_the_run_sent(tmp_path, backend, s
     # minute google's bucket holds 10 requests (0.5 s): its request limit binds within round one's 30 votes, so
     # its judge batches whatever the timing (at 6000, a bucket of 50, only votes that happened to queue together
     # were batched: none, once, on a loaded machine).
-    config = CouncilConfig(vendors={"google": {"rpm": 1200}}, batch_audit=0.3, shadow_self=True)
+    config = CouncilConfig(roster=SMALL_ROSTER, vendors={"google": {"rpm": 1200}}, batch_audit=0.3, shadow_self=True)
     result = await run_council(RunRequest(bank=bank.SAMPLE_BANK, responses=subset(tmp_path, 6),
                                           runs_dir=tmp_path / "runs", run_id="q", backend=backend, shards=shards,
                                           sim_config=planted_world(tmp_path), config=config))

@@ -9,6 +9,7 @@ import bank
 from council.cli import main
 from council.protocol.config import CouncilConfig
 from council.run.runner import RunRequest, run_council
+from tests.council._roster import SMALL_ROSTER
 from tests.council.test_end_to_end import lines, subset
 
 PRICED = {v: {"price_in_per_mtok": 3.0, "price_out_per_mtok": 15.0}
@@ -124,9 +125,11 @@ def test_an_unreachable_provider_ends_the_run_at_once(tmp_path, backend):
     import time
 
     url = f"http://127.0.0.1:{_free_port()}/v1"
+    config = tmp_path / "council.json"
+    config.write_bytes(orjson.dumps({"roster": SMALL_ROSTER}))  # fewer judges' actors to start with Ray
     started = time.monotonic()
     done = subprocess.run([sys.executable, "-m", "council.cli", "run", "--backend", backend, "--runs-dir",
-                           str(tmp_path / "runs"), "--run-id", "x", "--provider-url", url],
+                           str(tmp_path / "runs"), "--run-id", "x", "--provider-url", url, "--config", str(config)],
                           capture_output=True, text=True, timeout=120)
     took = time.monotonic() - started
     assert done.returncode == 5, done.stderr

@@ -15,6 +15,7 @@ from council.protocol.config import CouncilConfig, Endpoint
 from council.report.reading import reliability
 from council.run.runner import RunRequest, resume_council, run_council
 from council.sim import ModelBehaviour, SimConfig
+from tests.council._roster import SMALL_ROSTER
 
 MODELS = ["anthropic/claude-haiku-4.5", "google/gemini-2.5-flash", "openai/gpt-4.1-mini", "qwen/qwen3-235b-a22b",
           "deepseek/deepseek-chat-v3.1", "meta-llama/llama-3.3-70b-instruct"]
@@ -142,7 +143,7 @@ def test_a_vendors_judge_and_elicitor_share_one_limiter():
 
 async def test_elicitation_through_ray_shares_each_vendors_quota(tmp_path, ray_session):
     models = ["openai/gpt-4.1-mini", "meta-llama/llama-3.3-70b-instruct"]
-    config = CouncilConfig(vendors={"openai": {"rpm": 100_000}, "meta": {"rpm": 100_000}})
+    config = CouncilConfig(roster=SMALL_ROSTER, vendors={"openai": {"rpm": 100_000}, "meta": {"rpm": 100_000}})
     result = await run_council(RunRequest(bank=small_bank(tmp_path, 8), responses=bank.SAMPLE_RESPONSES,
                                           runs_dir=tmp_path / "runs", run_id="r", backend="ray", models=models,
                                           config=config))
