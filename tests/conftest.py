@@ -58,3 +58,33 @@ LONGEST_S = {
 
 def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: -LONGEST_S.get(item.nodeid.split("::", 1)[0], 0))  # stable: modules stay whole
+    modules = {item.nodeid.split("::", 1)[0] for item in items if "ray_session" in getattr(item, "fixturenames", ())}
+    if modules - RAY_SESSION_MODULES:
+        raise pytest.UsageError(f"tests/conftest.py: {', '.join(sorted(modules - RAY_SESSION_MODULES))} use "
+                                f"ray_session: add them to RAY_SESSION_MODULES")
+
+
+# The modules whose tests use the session's Ray instance (``ray_session``): one worker runs them all, so that the
+# session starts one Ray instead of one on each worker that meets such a test (each is about 5 s of a core: its
+# GCS, raylet, agents and prestarted workers). test_cluster.py is not one of them: it replaces the instance with
+# a cluster of its own, on whichever worker runs it.
+RAY_SESSION_MODULES = {
+    "tests/council/test_end_to_end.py", "tests/elicitor/test_elicit_run.py", "tests/council/test_quota_stats.py",
+    "tests/council/test_actor_crash.py", "tests/council/test_ray_quota.py",
+}
+RAY_SESSION_SCOPE = "ray_session"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadscope`` (the suite's), with the modules of RAY_SESSION_MODULES as one unit of work."""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class OneRayWorker(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return RAY_SESSION_SCOPE if module in RAY_SESSION_MODULES else super()._split_scope(nodeid)
+
+    return OneRayWorker(config, log)
