@@ -1,4 +1,4 @@
-"""Shared fixtures. One Ray instance per test session, on 127.0.0.1, started only if a test asks for it."""
+"""Shared fixtures and the order of the suite. One Ray instance on 127.0.0.1, while the tests that use it run."""
 
 from __future__ import annotations
 
@@ -23,15 +23,6 @@ def fresh_dir(tmp_path_factory):
     return lambda: tmp_path_factory.mktemp("example")
 
 
-@pytest.fixture(scope="session")
-def ray_session():
-    from council.cluster.raycluster import ensure_ray, shutdown_ray
-
-    ensure_ray(num_cpus=2)
-    yield
-    shutdown_ray()
-
-
 @pytest.fixture(autouse=True)
 def _no_report_at_run_end(request, monkeypatch):
     """Every run ends by writing its report.html, about a second of matplotlib: over the suite's few hundred
@@ -41,8 +32,19 @@ def _no_report_at_run_end(request, monkeypatch):
         monkeypatch.setenv("COUNCIL_NO_REPORT", "1")  # read at each run's end, here and in the command lines it runs
 
 
+# The modules whose tests use Ray's instance of the session (``ray_session``): one unit of work, run by one
+# worker one module after the other, so that the session starts one Ray instead of one on each worker that meets
+# such a test (each about 5 s of a core to start: its GCS, raylet, agents and prestarted workers), and stops it
+# when they are done (idle, an instance costs about 4% of a core). test_cluster.py is not one of them: it
+# replaces that instance with a cluster of its own.
+RAY_SESSION_MODULES = {
+    "tests/council/test_end_to_end.py", "tests/elicitor/test_elicit_run.py", "tests/council/test_quota_stats.py",
+    "tests/council/test_actor_crash.py", "tests/council/test_ray_quota.py",
+}
+
 # The modules that take longest (wall seconds each, measured with the suite on three workers of a 2-core machine):
-# started first, so that the workers end together instead of one finishing a long module alone. This orders
+# their units of work are started first, so that the workers end together instead of one finishing a long unit
+# alone. This orders
 # the run; it never changes which tests run (pytest-xdist keeps collection order: --no-loadscope-reorder).
 LONGEST_S = {
     "tests/council/test_cluster.py": 116, "tests/council/test_stop_moments.py": 72,
@@ -56,35 +58,52 @@ LONGEST_S = {
 }
 
 
+def _scope(nodeid: str) -> str:
+    """The unit of work of a test: its module, or all of RAY_SESSION_MODULES together."""
+    module = nodeid.split("::", 1)[0]
+    return "ray_session" if module in RAY_SESSION_MODULES else module
+
+
 def pytest_collection_modifyitems(config, items):
-    items.sort(key=lambda item: -LONGEST_S.get(item.nodeid.split("::", 1)[0], 0))  # stable: modules stay whole
     modules = {item.nodeid.split("::", 1)[0] for item in items if "ray_session" in getattr(item, "fixturenames", ())}
     if modules - RAY_SESSION_MODULES:
         raise pytest.UsageError(f"tests/conftest.py: {', '.join(sorted(modules - RAY_SESSION_MODULES))} use "
                                 f"ray_session: add them to RAY_SESSION_MODULES")
-
-
-# The modules whose tests use the session's Ray instance (``ray_session``): one worker runs them all, so that the
-# session starts one Ray instead of one on each worker that meets such a test (each is about 5 s of a core: its
-# GCS, raylet, agents and prestarted workers). test_cluster.py is not one of them: it replaces the instance with
-# a cluster of its own, on whichever worker runs it.
-RAY_SESSION_MODULES = {
-    "tests/council/test_end_to_end.py", "tests/elicitor/test_elicit_run.py", "tests/council/test_quota_stats.py",
-    "tests/council/test_actor_crash.py", "tests/council/test_ray_quota.py",
-}
-RAY_SESSION_SCOPE = "ray_session"
+    first: dict[str, int] = {}
+    for k, item in enumerate(items):
+        first.setdefault(_scope(item.nodeid), k)
+    weight: dict[str, int] = {}
+    for module, seconds in LONGEST_S.items():
+        weight[_scope(module)] = weight.get(_scope(module), 0) + seconds
+    items.sort(key=lambda item: (-weight.get(_scope(item.nodeid), 0), first[_scope(item.nodeid)]))  # units stay whole
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_xdist_make_scheduler(config, log):
-    """``--dist loadscope`` (the suite's), with the modules of RAY_SESSION_MODULES as one unit of work."""
+    """``--dist loadscope`` (the suite's), with the units of work of :func:`_scope`."""
     if config.getvalue("dist") != "loadscope":
         return None
     from xdist.scheduler import LoadScopeScheduling
 
-    class OneRayWorker(LoadScopeScheduling):
+    class Scheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            module = nodeid.split("::", 1)[0]
-            return RAY_SESSION_SCOPE if module in RAY_SESSION_MODULES else super()._split_scope(nodeid)
+            return _scope(nodeid)
 
-    return OneRayWorker(config, log)
+    return Scheduling(config, log)
+
+
+@pytest.fixture
+def ray_session():
+    """Ray on 127.0.0.1, the session's instance: started by the first test that asks for it."""
+    from council.cluster.raycluster import ensure_ray
+
+    ensure_ray(num_cpus=2)
+
+
+@pytest.hookimpl(trylast=True)  # after the fixtures' teardown
+def pytest_runtest_teardown(item, nextitem):
+    """The session's Ray stops after the last test of RAY_SESSION_MODULES (a later one would start it again)."""
+    if _scope(item.nodeid) == "ray_session" and (nextitem is None or _scope(nextitem.nodeid) != "ray_session"):
+        from council.cluster.raycluster import shutdown_ray
+
+        shutdown_ray()
