@@ -44,8 +44,8 @@ RAY_SESSION_MODULES = {
 
 # The modules that take longest (wall seconds each, measured with the suite on three workers of a 2-core machine):
 # their units of work are started first, so that the workers end together instead of one finishing a long unit
-# alone. This orders
-# the run; it never changes which tests run (pytest-xdist keeps collection order: --no-loadscope-reorder).
+# alone. This orders the run; it never changes which tests run (pytest-xdist keeps collection order:
+# --no-loadscope-reorder).
 LONGEST_S = {
     "tests/council/test_cluster.py": 116, "tests/council/test_stop_moments.py": 72,
     "tests/council/test_end_to_end.py": 72, "tests/council/test_interrupt.py": 54, "tests/inspect/test_scorer.py": 50,
@@ -58,14 +58,20 @@ LONGEST_S = {
 }
 
 
+RAY_UNIT = "ray_session"  # the unit of work of RAY_SESSION_MODULES
+
+
+def _module(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
+
+
 def _scope(nodeid: str) -> str:
-    """The unit of work of a test: its module, or all of RAY_SESSION_MODULES together."""
-    module = nodeid.split("::", 1)[0]
-    return "ray_session" if module in RAY_SESSION_MODULES else module
+    """The unit of work of a test: its module, or RAY_UNIT for those of RAY_SESSION_MODULES."""
+    return RAY_UNIT if _module(nodeid) in RAY_SESSION_MODULES else _module(nodeid)
 
 
 def pytest_collection_modifyitems(config, items):
-    modules = {item.nodeid.split("::", 1)[0] for item in items if "ray_session" in getattr(item, "fixturenames", ())}
+    modules = {_module(item.nodeid) for item in items if "ray_session" in getattr(item, "fixturenames", ())}
     if modules - RAY_SESSION_MODULES:
         raise pytest.UsageError(f"tests/conftest.py: {', '.join(sorted(modules - RAY_SESSION_MODULES))} use "
                                 f"ray_session: add them to RAY_SESSION_MODULES")
@@ -103,7 +109,7 @@ def ray_session():
 @pytest.hookimpl(trylast=True)  # after the fixtures' teardown
 def pytest_runtest_teardown(item, nextitem):
     """The session's Ray stops after the last test of RAY_SESSION_MODULES (a later one would start it again)."""
-    if _scope(item.nodeid) == "ray_session" and (nextitem is None or _scope(nextitem.nodeid) != "ray_session"):
+    if _scope(item.nodeid) == RAY_UNIT and (nextitem is None or _scope(nextitem.nodeid) != RAY_UNIT):
         from council.cluster.raycluster import shutdown_ray
 
         shutdown_ray()
