@@ -56,7 +56,7 @@ for path in (str(ROOT), str(HERE)):
         sys.path.insert(0, path)
 
 from client_overhead import Cpu, start_provider, stop_provider  # noqa: E402
-from support.cpu import _cpu  # noqa: E402
+from support.cpu import process_cpu  # noqa: E402
 
 import bank  # noqa: E402
 from council.core.schema import MemberSpec  # noqa: E402
@@ -204,11 +204,11 @@ class Actor:
         return self
 
     def run(self, work: list[list[JudgeTask]], inflight: int) -> dict[str, Any]:
-        before = [_cpu(p) for p in self.procs]
+        before = [process_cpu(p) for p in self.procs]
         ticks = _thread_ticks(self.pid, self.names)
         res = _timed(lambda: self.loop.run_until_complete(
             _drive(lambda b: self.actor.grade_batch.remote(b), work, inflight)))
-        actor, quota = (_cpu(p) - b for p, b in zip(self.procs, before, strict=True))
+        actor, quota = (process_cpu(p) - b for p, b in zip(self.procs, before, strict=True))
         after = _thread_ticks(self.pid, self.names)
         threads = {name: after[name] - ticks.get(name, 0) for name in after}
         return {**res, "cpu_s": actor + quota + res["cpu_s"], "actor_s": actor, "quota_s": quota,

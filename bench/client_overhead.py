@@ -63,6 +63,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from support.cpu import process_cpu  # noqa: E402
+
 import bank  # noqa: E402
 from council.core.schema import BankItem, ResponseRow  # noqa: E402
 from council.core.vendors import DEFAULT_ROSTER  # noqa: E402
@@ -197,19 +199,14 @@ class Cpu:
     def __init__(self, pid: int) -> None:
         self.provider, self.me = psutil.Process(pid), psutil.Process()
 
-    @staticmethod
-    def _used(proc: psutil.Process) -> float:
-        times = proc.cpu_times()
-        return times.user + times.system
-
     def __enter__(self) -> Cpu:
-        self.start = (self._used(self.provider), self._used(self.me), time.perf_counter())
+        self.start = (process_cpu(self.provider), process_cpu(self.me), time.perf_counter())
         return self
 
     def __exit__(self, *exc: object) -> None:
         wall = max(1e-9, time.perf_counter() - self.start[2])
-        self.share = (self._used(self.provider) - self.start[0]) / wall
-        self.client = (self._used(self.me) - self.start[1]) / wall
+        self.share = (process_cpu(self.provider) - self.start[0]) / wall
+        self.client = (process_cpu(self.me) - self.start[1]) / wall
 
     def __str__(self) -> str:
         return f"provider {100 * self.share:.0f}% of a core, this process {100 * self.client:.0f}%"

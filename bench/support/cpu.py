@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 import psutil
 
 
-def _cpu(proc: psutil.Process) -> float | None:
+def process_cpu(proc: psutil.Process) -> float | None:
+    """``proc``'s CPU seconds (user and system) so far; None once it has ended."""
     try:
         times = proc.cpu_times()
     except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
@@ -69,7 +70,7 @@ class TreeCpu:
                 name = _label(proc, self._root) or self._names.get(key) or proc.name()
             except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
                 continue
-            used = _cpu(proc)
+            used = process_cpu(proc)
             if used is None:
                 continue
             if base:

@@ -42,13 +42,11 @@ NO_REPAIRS = quiet(WORLD, malformed_rate=0.0)
 
 @pytest.fixture(scope="module")
 def local_cluster():
-    import ray
     from ray.cluster_utils import Cluster
 
     from council.cluster.raycluster import LOOPBACK, ensure_ray, shutdown_ray
 
-    had_session = ray.is_initialized()
-    shutdown_ray()  # this module's cluster replaces the session's single-node instance for a while
+    shutdown_ray()  # this module's cluster replaces any instance of the session (ray_session starts it again)
     fast_failure = {"health_check_period_ms": 500, "health_check_failure_threshold": 4}
     cluster = Cluster(initialize_head=True, head_node_args={
         "num_cpus": 0, "node_ip_address": LOOPBACK, "include_dashboard": False, "_system_config": fast_failure})
@@ -60,8 +58,6 @@ def local_cluster():
     finally:
         shutdown_ray()
         cluster.shutdown()
-        if had_session:
-            ensure_ray(num_cpus=2)
 
 
 def request(tmp_path, responses, run_id: str, url: str, **extra) -> RunRequest:
