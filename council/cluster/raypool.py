@@ -54,6 +54,7 @@ class RayPool:
         }
         self._ready = {a: asyncio.ensure_future(_up(a)) for a in [*self.actors.values(), *self.elicitor_actors.values()]}
         self.started = asyncio.gather(*self._ready.values())  # every actor up
+        self._cancelling: list[asyncio.Future] = []  # the actors' cancel_queued calls, awaited by close()
         self._judge_batchers = {v: self._batcher(a, a.grade_batch, v) for v, a in self.actors.items()}
         self._elicit_batchers = {v: self._batcher(a, a.elicit_batch, v) for v, a in self.elicitor_actors.items()}
 
@@ -90,14 +91,19 @@ class RayPool:
     async def cancel_queued(self) -> int:
         stopped = Stopped("run stopping")
         local = sum(b.cancel_pending(stopped) for b in self._judge_batchers.values())
-        return local + sum(await asyncio.gather(*(a.cancel_queued.remote() for a in self._up_actors()
-                                                  if a in self.actors.values())))
+        asked = asyncio.gather(*(a.cancel_queued.remote() for a in self._up_actors() if a in self.actors.values()))
+        self._cancelling.append(asked)
+        return local + sum(await asked)
 
     async def close(self) -> None:
         import ray
 
         for batcher in [*self._judge_batchers.values(), *self._elicit_batchers.values()]:
             await batcher.close()
+        # No call to an actor is left in flight once the pool is closed: a command stops Ray next, in a thread, and
+        # a call's reference released meanwhile reaches Ray's core worker after its shutdown, which ends the
+        # process with exit code 1 ("The core worker has already been shutdown").
+        await asyncio.gather(*self._cancelling, return_exceptions=True)
         for actor in self._up_actors():
             try:
                 await actor.close.remote()
