@@ -42,23 +42,38 @@ RAY_SESSION_MODULES = {
     "tests/council/test_actor_crash.py", "tests/council/test_ray_quota.py",
 }
 
-# The modules that take longest (wall seconds each, measured with the suite on three workers of a 2-core machine):
-# their units of work are started first, so that the workers end together instead of one finishing a long unit
-# alone. This orders the run; it never changes which tests run (pytest-xdist keeps collection order:
-# --no-loadscope-reorder).
+# The modules that mostly wait (on a provider's rate limits, at a set pace): one unit of work, run one after the
+# other by one worker while the others keep both cores busy. Side by side, as the order by length had them, they
+# left about 20 s of a core idle (sampled from /proc/stat each second).
+WAITING_MODULES = {"tests/council/test_loadtest.py", "tests/council/test_scheduling.py"}
+
+# Each module's wall seconds, measured with the suite on three workers of a 2-core machine (those of 5 s or more).
+# Units of work start longest first (their modules' seconds summed), so that the workers end together instead of
+# one finishing a long unit alone; the rest keep collection order. This orders the run; it never changes which
+# tests run (pytest-xdist keeps collection order: --no-loadscope-reorder).
 LONGEST_S = {
-    "tests/council/test_cluster.py": 116, "tests/council/test_stop_moments.py": 72,
-    "tests/council/test_end_to_end.py": 72, "tests/council/test_interrupt.py": 54, "tests/inspect/test_scorer.py": 50,
-    "tests/elicitor/test_elicit_run.py": 40, "tests/service/test_callbacks.py": 39,
-    "tests/council/test_crossjudge_run.py": 32, "tests/report/test_report.py": 31, "tests/service/test_service.py": 28,
-    "tests/council/test_scheduling.py": 27, "tests/service/test_client.py": 25, "tests/council/test_loadtest.py": 24,
-    "tests/service/test_durability.py": 24, "tests/service/test_openapi.py": 24, "tests/council/test_cli.py": 22,
-    "tests/council/test_fault_matrix.py": 21, "tests/council/test_batch_run.py": 20,
-    "tests/council/test_quota_stats.py": 19, "tests/inspect/test_retry.py": 18,
+    "tests/council/test_cluster.py": 104, "tests/inspect/test_scorer.py": 66, "tests/council/test_stop_moments.py": 66,
+    "tests/council/test_end_to_end.py": 59, "tests/council/test_interrupt.py": 48, "tests/report/test_report.py": 37,
+    "tests/council/test_cli.py": 32, "tests/council/test_crossjudge_run.py": 31, "tests/inspect/test_retry.py": 29,
+    "tests/council/test_scheduling.py": 28, "tests/council/test_fault_matrix.py": 26,
+    "tests/council/test_quota_stats.py": 25, "tests/service/test_openapi.py": 25, "tests/council/test_run_states.py": 24,
+    "tests/council/test_loadtest.py": 24, "tests/service/test_callbacks.py": 24, "tests/council/test_batch_run.py": 22,
+    "tests/elicitor/test_elicit_run.py": 20, "tests/service/test_service.py": 19, "tests/council/test_batch_crash.py": 17,
+    "tests/sim/test_sim.py": 16, "tests/inspect/test_interrupt.py": 16, "tests/council/test_importers_real.py": 14,
+    "tests/council/test_crash_resume.py": 14, "tests/council/test_actor_crash.py": 12, "tests/service/test_client.py": 11,
+    "tests/council/test_integrity.py": 11, "tests/council/test_shadow.py": 10, "tests/council/test_anonymise_run.py": 9,
+    "tests/service/test_fair_share.py": 9, "tests/council/test_timings.py": 8, "tests/council/test_batch_audit.py": 8,
+    "tests/service/test_durability.py": 8, "tests/council/test_anonymise.py": 8,
+    "tests/bank/test_loader_properties.py": 7, "tests/council/test_importer_properties.py": 7,
+    "tests/council/test_archive_zstd.py": 7, "tests/council/test_prompt_properties.py": 7,
+    "tests/tools/test_estimate.py": 6, "tests/council/test_ray_quota.py": 6, "tests/council/test_tables.py": 6,
+    "tests/council/test_deliberation.py": 5, "tests/council/test_failures.py": 5, "tests/council/test_scales.py": 5,
+    "tests/council/test_secrets.py": 5, "tests/council/test_injection.py": 5,
 }
 
 
 RAY_UNIT = "ray_session"  # the unit of work of RAY_SESSION_MODULES
+WAITING_UNIT = "waiting"  # the unit of work of WAITING_MODULES
 
 
 def _module(nodeid: str) -> str:
@@ -66,8 +81,10 @@ def _module(nodeid: str) -> str:
 
 
 def _scope(nodeid: str) -> str:
-    """The unit of work of a test: its module, or RAY_UNIT for those of RAY_SESSION_MODULES."""
-    return RAY_UNIT if _module(nodeid) in RAY_SESSION_MODULES else _module(nodeid)
+    """The unit of work of a test: its module, or RAY_UNIT for those of RAY_SESSION_MODULES, or WAITING_UNIT for
+    those of WAITING_MODULES."""
+    module = _module(nodeid)
+    return RAY_UNIT if module in RAY_SESSION_MODULES else WAITING_UNIT if module in WAITING_MODULES else module
 
 
 def pytest_collection_modifyitems(config, items):
