@@ -37,6 +37,7 @@ def _no_report_at_run_end(request, monkeypatch):
 # such a test (each about 5 s of a core to start: its GCS, raylet, agents and prestarted workers), and stops it
 # when they are done (idle, an instance costs about 4% of a core). test_cluster.py is not one of them: it
 # replaces that instance with a cluster of its own.
+RAY_UNIT = "ray_session"
 RAY_SESSION_MODULES = {
     "tests/council/test_end_to_end.py", "tests/elicitor/test_elicit_run.py", "tests/council/test_quota_stats.py",
     "tests/council/test_actor_crash.py", "tests/council/test_ray_quota.py",
@@ -46,6 +47,11 @@ RAY_SESSION_MODULES = {
 # other by one worker while the others keep both cores busy. Side by side, as the order by length had them, they
 # left about 20 s of a core idle (sampled from /proc/stat each second).
 WAITING_MODULES = {"tests/council/test_loadtest.py", "tests/council/test_scheduling.py"}
+
+# The units of work of more than one module (pytest-xdist's loadscope runs each unit on one worker); every other
+# module is a unit of its own.
+UNITS = {RAY_UNIT: RAY_SESSION_MODULES, "waiting": WAITING_MODULES}
+_UNIT_OF = {module: unit for unit, modules in UNITS.items() for module in modules}
 
 # Each module's wall seconds, measured with the suite on three workers of a 2-core machine (those of 5 s or more).
 # Units of work start longest first (their modules' seconds summed), so that the workers end together instead of
@@ -72,19 +78,14 @@ LONGEST_S = {
 }
 
 
-RAY_UNIT = "ray_session"  # the unit of work of RAY_SESSION_MODULES
-WAITING_UNIT = "waiting"  # the unit of work of WAITING_MODULES
-
-
 def _module(nodeid: str) -> str:
     return nodeid.split("::", 1)[0]
 
 
 def _scope(nodeid: str) -> str:
-    """The unit of work of a test: its module, or RAY_UNIT for those of RAY_SESSION_MODULES, or WAITING_UNIT for
-    those of WAITING_MODULES."""
+    """The unit of work of a test: the one of UNITS its module is in, else its module."""
     module = _module(nodeid)
-    return RAY_UNIT if module in RAY_SESSION_MODULES else WAITING_UNIT if module in WAITING_MODULES else module
+    return _UNIT_OF.get(module, module)
 
 
 def pytest_collection_modifyitems(config, items):
@@ -97,8 +98,9 @@ def pytest_collection_modifyitems(config, items):
         first.setdefault(_scope(item.nodeid), k)
     weight: dict[str, int] = {}
     for module, seconds in LONGEST_S.items():
-        weight[_scope(module)] = weight.get(_scope(module), 0) + seconds
-    items.sort(key=lambda item: (-weight.get(_scope(item.nodeid), 0), first[_scope(item.nodeid)]))  # units stay whole
+        unit = _scope(module)
+        weight[unit] = weight.get(unit, 0) + seconds
+    items.sort(key=lambda item: (-weight.get(unit := _scope(item.nodeid), 0), first[unit]))  # units stay whole
 
 
 @pytest.hookimpl(tryfirst=True)
