@@ -24,6 +24,12 @@ Summary numbers:
   over all those post-429 windows pooled; if there was no 429 at all, it is the highest ``achieved_rpm``
   (a lower bound: the endpoint was never pushed to its limit, ``saturated`` is false).
 
+A step whose load generator stalled (its machine was busy: it woke more than ``STALL_S``, and more than three
+send intervals, after a request was due) reports the seconds it lost (``stalled_s``). While nothing was sent
+the bucket refilled, past what it holds if the stall was longer than its burst allowance, and what
+overflowed was never offered to anyone: that step's rates understate the endpoint (a 1.2 s stall in a
+2.5 s step, on a bucket that holds 1 s, read its plateau 10% low). The report says so; measure again.
+
 The run ends after the last step, or early once two consecutive steps had more than half of their answers
 rejected with 429. Total time is bounded by ``steps * step_s + drain_s``: requests still unanswered then
 are cancelled and counted as errors.
@@ -54,6 +60,8 @@ _MIN_PLATEAU_OK = 20
 """A plateau needs at least this many ok answers after the first 429 ..."""
 _MIN_PLATEAU_FRACTION = 0.25
 """... over at least this fraction of the step."""
+STALL_S = 0.25
+"""Waking this late (and more than three send intervals late) to send what was due is the load generator stalling."""
 _LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 _LOCAL_KEY = "loadtest"
 
@@ -79,6 +87,8 @@ class StepResult:
     plateau_rpm: float | None = None
     """ok answers per minute from the step's first 429 to its end (None: the step never saturated)."""
     plateau_tpm: float | None = None
+    stalled_s: float = 0.0
+    """Seconds in which the load generator sent nothing while requests were due (see ``STALL_S``)."""
     error_kinds: dict[str, int] = field(default_factory=dict)
 
 
@@ -127,6 +137,7 @@ class _Step:
     started: float
     ended: float = 0.0
     shed: int = 0
+    stalled: float = 0.0
     calls: list[_Call] = field(default_factory=list)
 
 
@@ -141,7 +152,7 @@ def _percentile(sorted_values: list[float], q: float) -> float:
 def _summarise(step: _Step) -> StepResult:
     duration = max(step.ended - step.started, 1e-9)
     res = StepResult(index=step.index, target_rpm=round(step.target_rpm, 3), duration_s=round(duration, 3),
-                     sent=len(step.calls), shed=step.shed)
+                     sent=len(step.calls), shed=step.shed, stalled_s=round(step.stalled, 3))
     latencies: list[float] = []
     tokens = 0
     first_429: float | None = None
@@ -262,15 +273,18 @@ async def loadtest(
             taken.append(step)
             k = 0
             end = step.started + step_s
+            stall = max(STALL_S, 3 * interval)
             while k < n:
                 now = clock()
-                if now >= end:  # the loop fell behind its own schedule: what was not sent in time is shed
-                    step.shed += n - k
-                    break
                 due = step.started + k * interval
                 if due > now:
                     await asyncio.sleep(due - now)
                     continue
+                if min(now, end) - due > stall:
+                    step.stalled += min(now, end) - due
+                if now >= end:  # the loop fell behind its own schedule: what was not sent in time is shed
+                    step.shed += n - k
+                    break
                 # everything already due goes now (the loop may have woken late)
                 while k < n and step.started + k * interval <= now:
                     k += 1
@@ -289,7 +303,7 @@ async def loadtest(
                     task.add_done_callback(in_flight.discard)
             if end > clock():
                 await asyncio.sleep(end - clock())
-            step.ended = clock()
+            step.ended = end  # the step's window is its schedule: nothing is sent after it, a late wake-up or not
             if i >= 1 and _share_so_far(taken[-1]) > STOP_SHARE and _share_so_far(taken[-2]) > STOP_SHARE:
                 report.stopped_early = i < steps - 1
                 break
@@ -441,6 +455,10 @@ def print_report(report: LoadtestReport) -> None:
     out.print(f"sustainable: [bold]{report.sustainable_rpm:,.0f} rpm[/bold], {report.sustainable_tpm:,.0f} tpm ({how})")
     out.print(f"max clean (429 share <= {100 * CLEAN_SHARE:.0f}%): {clean}; peak step: {report.peak_rpm:,.0f} rpm"
               + ("; stopped early (two steps over 50% 429s)" if report.stopped_early else ""))
+    stalled = [f"step {s.index + 1} for {s.stalled_s:.1f} s" for s in report.steps if s.stalled_s]
+    if stalled:
+        out.print(f"[yellow]the load generator stalled[/yellow] ({', '.join(stalled)}; its machine was busy): "
+                  "those steps' rates understate the endpoint; measure again")
 
 
 def _ms(x: float | None) -> str:
