@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 
@@ -123,6 +124,17 @@ def ray_session():
     from council.cluster.raycluster import ensure_ray
 
     ensure_ray(num_cpus=2)
+
+
+def pytest_collection_finish(session):
+    """A worker's cyclic garbage collector, tuned for a test process: what collection left (the imports, the
+    collected tests) is frozen out of its scans, and its youngest generation is collected when 20,000 objects
+    have piled up instead of 700. A worker ends the suite holding 0.5-2 million objects, and each full
+    collection took 0.4-0.9 s to scan them: 23 s of the three workers' CPU went to full collections in a run,
+    against 4 s with these settings (timed with gc.callbacks in each worker)."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(20_000, 50, 100)
 
 
 @pytest.hookimpl(trylast=True)  # after the fixtures' teardown
