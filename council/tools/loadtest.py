@@ -280,8 +280,8 @@ async def loadtest(
                 if due > now:
                     await asyncio.sleep(due - now)
                     continue
-                if min(now, end) - due > stall:
-                    step.stalled += min(now, end) - due
+                if (late := min(now, end) - due) > stall:
+                    step.stalled += late
                 if now >= end:  # the loop fell behind its own schedule: what was not sent in time is shed
                     step.shed += n - k
                     break
