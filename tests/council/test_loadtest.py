@@ -20,27 +20,29 @@ async def _sim(**quota):
     return await start_sim(SimConfig(seed=0, vendors={"openai": VendorBehaviour(**FAST, **quota)}, burst_s=1.0))
 
 
-async def _measure(quota: dict[str, int], *, block: tuple[float, int] | None = None,
-                   **ramp: float) -> LoadtestReport:
+BLOCK_S = 1.2
+TPM = 60_000  # ~77 tokens a request: tokens bind at ~780 rpm while the request quota is far away
+TOKEN_RAMP = dict(start_rpm=600, growth=2.0, steps=3, step_s=2.5, max_tokens=64, prompt_chars=200, max_concurrency=256)
+
+
+async def _measure(quota: dict[str, int], *, block_at_s: float | None = None, **ramp: float) -> LoadtestReport:
     """A loadtest against a new provider, measured again (three runs at most) while its load generator stalled
     unasked: the suite's other workers can block this process for over a second, and a step that stalled
     understates the quota (the report says so: test_a_stall_is_reported). The bounds asserted hold for a run
-    that kept its schedule. ``block=(at_s, step)``: the process is blocked for ``BLOCK_S`` ``at_s`` after the
-    start, within ``step`` (counted from 0), whose stall is then expected."""
+    that kept its schedule. ``block_at_s``: the process is blocked for ``BLOCK_S`` that long after the start,
+    and the step it falls in is expected to stall."""
+    blocked = None if block_at_s is None else int(block_at_s // ramp["step_s"])
     for _ in range(3):
         sim = await _sim(**quota)
-        if block is not None:
-            asyncio.get_running_loop().call_later(block[0], time.sleep, BLOCK_S)
+        if block_at_s is not None:
+            asyncio.get_running_loop().call_later(block_at_s, time.sleep, BLOCK_S)
         try:
             report = await loadtest(sim.url, MODEL, api_key="test", **ramp)
         finally:
             await sim.close()
-        if not any(step.stalled_s for step in report.steps if block is None or step.index != block[1]):
+        if not any(step.stalled_s for step in report.steps if step.index != blocked):
             return report
     pytest.fail(f"the load generator stalled unasked in three runs: {report.as_dict()}")
-
-
-BLOCK_S = 1.2
 
 
 async def test_request_quota_is_found():
@@ -66,12 +68,10 @@ async def test_request_quota_is_found():
 
 
 async def test_token_quota_is_found():
-    tpm = 60_000  # ~77 tokens a request: tokens bind at ~780 rpm while the request quota is far away
-    report = await _measure({"rpm": 100_000, "tpm": tpm}, start_rpm=600, growth=2.0, steps=3, step_s=2.5,
-                            max_tokens=64, prompt_chars=200, max_concurrency=256)
+    report = await _measure({"rpm": 100_000, "tpm": TPM}, **TOKEN_RAMP)
     assert report.steps[0].share_429 <= 0.01
     assert report.steps[-1].share_429 > 0.2
-    assert abs(report.sustainable_tpm - tpm) <= 0.05 * tpm, report.as_dict()
+    assert abs(report.sustainable_tpm - TPM) <= 0.05 * TPM, report.as_dict()
     assert report.sustainable_rpm < 0.5 * 100_000
 
 
@@ -79,12 +79,10 @@ async def test_a_stall_is_reported(capsys):
     """The process (load generator and provider alike) blocked for 1.2 s in the last step, as a busy machine can
     block it: the bucket, which holds 1 s of quota, refilled past what it holds meanwhile, so that step reads
     the quota low. The report says which step stalled and for how long."""
-    tpm = 60_000
-    report = await _measure({"rpm": 100_000, "tpm": tpm}, block=(5.8, 2), start_rpm=600, growth=2.0, steps=3,
-                            step_s=2.5, max_tokens=64, prompt_chars=200, max_concurrency=256)  # 0.8 s into step 3
+    report = await _measure({"rpm": 100_000, "tpm": TPM}, block_at_s=5.8, **TOKEN_RAMP)  # 0.8 s into step 3
     assert [s.stalled_s > 0 for s in report.steps] == [False, False, True], report.as_dict()
     assert BLOCK_S - 0.1 <= report.steps[-1].stalled_s <= BLOCK_S + 0.3, report.as_dict()
-    assert report.sustainable_tpm < 0.97 * tpm, report.as_dict()  # why a stalled run is measured again
+    assert report.sustainable_tpm < 0.97 * TPM, report.as_dict()  # why a stalled run is measured again
     assert all(s.duration_s == 2.5 for s in report.steps)  # a step's window is its schedule
     print_report(report)
     assert "the load generator stalled (step 3 for 1.2 s" in capsys.readouterr().out
