@@ -269,6 +269,7 @@ class JobManager:
                     result = await run_council(req, hooks=live.hooks(self.quota), stop=job.stop)
         except Stopped:  # stopped before its run folder was made (while its rows were read): nothing was sent
             live.close()
+            self._settle_counts(job)
             state = "cancelled" if job.stop.detail == "cancelled" else "stopped"
             if job.stop.reason == "terminate" and self.draining:
                 self._set(job, state="running", reason=job.stop.reason, finished_at=None)  # begun again on restart
@@ -345,7 +346,8 @@ class JobManager:
     def _settle_counts(self, job: Job, summary: dict[str, Any] | None = None) -> None:
         if summary is None:
             path = job.folder / SUMMARY
-            if not path.is_file():
+            if not path.is_file():  # over before its run wrote a summary: none of its rows was graded
+                job.counts = Counts(not_graded_rows=job.record.rows)
                 return
             summary = orjson.loads(path.read_bytes())
         total = int(summary.get("rows_total", 0))

@@ -106,10 +106,11 @@ async def test_verdicts_stream_while_the_job_runs(tmp_path, deliberate):
 
 
 async def test_cancel_idempotency_and_tenants(tmp_path):
-    """A job cancelled while it grades ends ``cancelled`` with rows it did not grade. It is cancelled once it runs,
-    not after a fixed sleep (16 rows at 40 ms a call were all graded within the half second once waited here),
-    and every row needs round two, one second of calls after round one's: so the cancel comes before any row
-    can be graded, however fast the machine."""
+    """A job cancelled while it grades ends ``cancelled`` with rows it did not grade. It is cancelled once its run
+    folder is made, not after a fixed sleep (16 rows at 40 ms a call were all graded within the half second once
+    waited here) nor as soon as it shows ``running`` (its rows are still being read then, and a cancel stops it
+    before its run begins: test_early_cancel), and every row needs round two, one second of calls after round
+    one's: so the cancel comes before any row can be graded, however fast the machine."""
     rows = sample_rows(tmp_path, 16)
     with service(tmp_path, "--simulate", "--sim-config", str(slow_world(tmp_path, latency_ms=1000.0))) as svc:
         async with aiohttp.ClientSession() as s:
@@ -134,6 +135,10 @@ async def test_cancel_idempotency_and_tenants(tmp_path):
             async with s.get(f"{svc.url}/v1/jobs", headers=auth("team-b")) as resp:
                 assert (await resp.json())["jobs"] == []
             await wait_state(s, svc.url, jid, {"running"}, every_s=0.01)
+            for _ in range(12_000):  # bounded (2 min): its run folder is made once its rows are read
+                if (svc.runs / jid / "manifest.json").is_file():
+                    break
+                await asyncio.sleep(0.01)
             async with s.delete(f"{svc.url}/v1/jobs/{jid}", headers=auth("team-a")) as resp:
                 assert resp.status == 202
             view = await wait_over(s, svc.url, jid)
