@@ -33,6 +33,7 @@ import os
 import sys
 import tempfile
 import threading
+import time
 from typing import Any
 
 from council.core import logs
@@ -89,7 +90,12 @@ def _start_local_node(num_cpus: int | None) -> Any | None:
     statistics and the job and state APIs, none of which a run calls. Each costs a Python process's start
     (the dashboard's head about a second of a core, and as much of the start's wall time), and at shutdown
     Ray waits for each to exit. ``None`` when this Ray's node API differs from the one this is written for
-    (``ray.init`` then starts the instance, all of it)."""
+    (``ray.init`` then starts the instance, all of it).
+
+    Once its processes are started, the node waits for its raylet to register with the GCS
+    (:func:`_await_registration`) before Ray's own check, which finds no raylet when asked too early (the
+    raylet registers once its agents are up, about half a second after it starts) and then sleeps a whole
+    second before it asks again, with the machine idle."""
     try:
         from ray._private.node import Node
         from ray._private.parameter import RayParams
@@ -98,11 +104,43 @@ def _start_local_node(num_cpus: int | None) -> Any | None:
             def start_api_server(self, **_: Any) -> None:  # the dashboard's head: not started
                 return None
 
+            def start_ray_processes(self) -> None:
+                super().start_ray_processes()
+                _await_registration(self.gcs_address, self.node_id)
+
         params = RayParams(node_ip_address=LOOPBACK, include_dashboard=False, num_cpus=num_cpus,
                            include_log_monitor=False, no_monitor=True)
         return PrivateNode(params, head=True, shutdown_at_exit=False, spawn_reaper=True, ray_init_cluster=True)
     except (ImportError, TypeError, AttributeError):
         return None
+
+
+REGISTRATION_POLL_S = 0.02
+REGISTRATION_WAIT_S = 30.0  # as long as Ray's own check waits (``raylet_start_wait_time_s``)
+
+
+def _await_registration(gcs_address: str, node_id: str) -> None:
+    """Return once the GCS lists the node ``node_id`` as alive, asking every :data:`REGISTRATION_POLL_S`, or
+    after :data:`REGISTRATION_WAIT_S`, or at once if this Ray cannot be asked so: Ray's own check follows and
+    decides whether the node started."""
+    try:
+        from ray._private import services
+        from ray._private.state import GlobalState
+
+        state = GlobalState()
+        state._initialize_global_state(services._get_gcs_client_options(gcs_address))
+    except (ImportError, AttributeError, TypeError):
+        return
+    deadline = time.monotonic() + REGISTRATION_WAIT_S
+    try:
+        while time.monotonic() < deadline:  # bounded
+            if any(n.get("NodeID") == node_id and n.get("Alive") for n in state.node_table()):
+                return
+            time.sleep(REGISTRATION_POLL_S)
+    except Exception:  # noqa: BLE001 - Ray's own check follows and reports what is wrong
+        return
+    finally:
+        state.disconnect()
 
 
 def ensure_ray_soon(address: str | None = None, *, num_cpus: int | None = None) -> asyncio.Future[None]:
