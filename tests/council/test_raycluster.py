@@ -87,4 +87,3 @@ def test_ray_imported_first_still_binds_the_loopback():
     assert addresses == "['127.0.0.1']"
     assert kinds == "['gcs_server', 'raylet']"  # no monitor, no dashboard head: nothing reads them
     assert left == "[]"  # every process of the instance ended with shutdown_ray
-
