@@ -21,12 +21,32 @@ import contextvars
 import logging
 import os
 import re
+import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
 import orjson
-import structlog
+
+
+def _import_structlog() -> Any:
+    """structlog, imported without rich in a process that has not imported rich: ``structlog.dev`` imports rich at
+    structlog's own import, for coloured console tracebacks that these JSON lines never render, and rich (with
+    pygments) cost each Ray actor's process (each judge's, the quota actor's) about 25 ms of a core
+    (``bench/actor_imports.py``). A process that shows rich's console (the command line) imports rich itself,
+    before or after."""
+    if "structlog" in sys.modules or "rich" in sys.modules:
+        import structlog
+    else:
+        sys.modules["rich"] = None  # type: ignore[assignment] - ``import rich`` raises ImportError meanwhile
+        try:
+            import structlog
+        finally:
+            del sys.modules["rich"]
+    return structlog
+
+
+structlog = _import_structlog()
 
 REDACTED = "[redacted]"
 

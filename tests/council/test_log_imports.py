@@ -1,0 +1,24 @@
+"""The log module imports structlog without rich where nothing has imported rich (each Ray actor's process: rich
+and pygments are about 25 ms of a core there, bench/actor_imports.py), and rich stays importable for the
+processes that show it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+SCRIPT = """
+import sys
+import council.cluster.actors  # what a judge's or the quota actor's process imports
+print("rich" in sys.modules)
+from council.core import logs
+logs.get_logger("t").info("t.event")  # structlog works without it
+import rich.console
+print(rich.console.Console.__name__)
+"""
+
+
+def test_an_actor_process_imports_no_rich_and_rich_still_imports():
+    done = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["False", "Console"]
