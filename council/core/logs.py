@@ -22,11 +22,24 @@ import logging
 import os
 import re
 import sys
+import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
 import orjson
+
+
+class _WithoutRich:
+    """A finder that fails ``import rich`` in one thread (the one importing structlog); other threads import as
+    usual."""
+
+    def __init__(self) -> None:
+        self.thread = threading.get_ident()
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if name == "rich" and threading.get_ident() == self.thread:
+            raise ModuleNotFoundError("left out while structlog is imported", name=name)
 
 
 def _import_structlog() -> Any:
@@ -38,11 +51,12 @@ def _import_structlog() -> Any:
     if "structlog" in sys.modules or "rich" in sys.modules:
         import structlog
     else:
-        sys.modules["rich"] = None  # type: ignore[assignment] - ``import rich`` raises ImportError meanwhile
+        finder = _WithoutRich()
+        sys.meta_path.insert(0, finder)
         try:
             import structlog
         finally:
-            del sys.modules["rich"]
+            sys.meta_path.remove(finder)
     return structlog
 
 
