@@ -45,7 +45,7 @@ class _WithoutRich:
 def _import_structlog() -> Any:
     """structlog, imported without rich in a process that has not imported rich: ``structlog.dev`` imports rich at
     structlog's own import, for coloured console tracebacks that these JSON lines never render, and rich (with
-    pygments) cost each Ray actor's process (each judge's, the quota actor's) about 25 ms of a core
+    pygments) cost each Ray actor's process (each judge's, the quota actor's) 25-55 ms of a core
     (``bench/actor_imports.py``). A process that shows rich's console (the command line) imports rich itself,
     before or after."""
     if "structlog" in sys.modules or "rich" in sys.modules:

@@ -1,5 +1,5 @@
 """The log module imports structlog without rich where nothing has imported rich (each Ray actor's process: rich
-and pygments are about 25 ms of a core there, bench/actor_imports.py), and rich stays importable for the
+and pygments are 25-55 ms of a core there, bench/actor_imports.py), and rich stays importable for the
 processes that show it."""
 
 from __future__ import annotations
