@@ -21,7 +21,7 @@ import sys
 import threading
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from pydantic import ValidationError
 from rich.markup import escape
@@ -42,6 +42,7 @@ from council.console.progress import ProgressDisplay, RunBoard, job_progress
 from council.console.results import print_partial, print_result, print_timings, print_warnings
 from council.console.runs import list_runs, open_run, show_row, show_run
 from council.core.errors import ConfigError, CouncilError, InputError, ProviderUnavailable
+from council.core.process_exit import exit_process
 from council.grading.stop import StopControl, Stopped
 from council.protocol.config import CouncilConfig, validation_problems
 from council.report.background import ReportDrawing
@@ -800,5 +801,10 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INTERNAL
 
 
+def entry() -> NoReturn:
+    """The ``council`` command: :func:`main`, then the process ends at once (:mod:`council.core.process_exit`)."""
+    exit_process(main())
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    entry()

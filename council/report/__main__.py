@@ -6,9 +6,11 @@ once the path arrives."""
 import sys
 
 import council.report.sections  # noqa: F401 - imported now, while the run is not done yet
+from council.core.process_exit import exit_process
 from council.report.page import write_report
 
 if __name__ == "__main__":
     run_dir = sys.stdin.readline().strip()
     if run_dir:
         write_report(run_dir, workers=2)  # the command line has printed its results: both cores are free
+    exit_process(0)  # the command waits for this process to end

@@ -20,6 +20,7 @@ from typing import Any
 
 import aiohttp
 
+from council.core.process_exit import exit_process
 from council.sim._config import SimConfig
 from council.sim._truth import TruthTable
 
@@ -123,3 +124,4 @@ async def _serve(path: str) -> None:
 
 if __name__ == "__main__":
     asyncio.run(_serve(sys.argv[1]))
+    exit_process(0)  # the run waits for this process to end
