@@ -453,6 +453,7 @@ def _grade(args: argparse.Namespace, command_line: str) -> int:
                 f"{escape(result.ids)})", to=console)
             imported, skipped = result.rows, result.problems
         hooks = board.hooks()
+        hooks.sole_ray_run = not ray_was_up  # a Ray the command starts is its run's alone
 
         def start(stop: StopControl) -> Awaitable[RunResult]:
             # report.html is drawn by a child process while the results are printed and Ray stops; a run

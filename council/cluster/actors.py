@@ -7,7 +7,7 @@ import time
 
 import ray
 
-from council.cluster.quotas import RayLedger
+from council.cluster.quotas import RayLedger, holder_ledger
 from council.core.schema import BankItem, JudgeCallRecord, MemberSpec
 from council.grading.budget import Lease
 from council.grading.stop import Stopped
@@ -19,9 +19,10 @@ from council.transport.limiter import Limiter
 @ray.remote
 class JudgeActor:
     def __init__(self, member: MemberSpec, endpoint: Endpoint, params: JudgeParams, settings: VendorSettings,
-                 seed: int, prices: tuple[float, ...]) -> None:
-        limiter = Limiter(RayLedger(member.vendor, settings.limits), f"judge:{member.vendor}:{os.getpid()}",
-                          concurrency=settings.concurrency, seed=seed)
+                 seed: int, prices: tuple[float, ...], own_ledger: bool = False) -> None:
+        self._ledger = holder_ledger(member.vendor, settings.limits, own=own_ledger)
+        limiter = Limiter(self._ledger, f"judge:{member.vendor}:{os.getpid()}", concurrency=settings.concurrency,
+                          seed=seed)
         self._judge = Judge(member, endpoint, params, limiter=limiter, max_batch=settings.max_batch, seed=seed,
                             prices=prices, cache_breakpoints=settings.cache_breakpoints, api=settings.api)
 
@@ -34,6 +35,11 @@ class JudgeActor:
     async def flush_quota(self) -> None:
         await self._judge.limiter.flush()
 
+    async def quota_report(self) -> dict:
+        """The report of the vendor's ledger this actor keeps (``own_ledger``), told everything first."""
+        await self._judge.limiter.flush()
+        return self._ledger.ledger.report()
+
     async def close(self) -> None:
         await self._judge.close()
 
@@ -43,10 +49,11 @@ class ElicitorActor:
     """A vendor's elicitor; its limiter draws on the same quota actor as the vendor's judge."""
 
     def __init__(self, vendor: str, endpoint: Endpoint, settings: VendorSettings, max_tokens: int,
-                 prices: dict[str, tuple[float, ...]], seed: int) -> None:
+                 prices: dict[str, tuple[float, ...]], seed: int, own_ledger: bool = False) -> None:
         from elicitor import Elicitor
 
-        limiter = Limiter(RayLedger(vendor, settings.limits), f"elicitor:{vendor}:{os.getpid()}", concurrency=settings.concurrency,
+        self._ledger = holder_ledger(vendor, settings.limits, own=own_ledger)
+        limiter = Limiter(self._ledger, f"elicitor:{vendor}:{os.getpid()}", concurrency=settings.concurrency,
                           seed=seed)
         self._elicitor = Elicitor(endpoint, limiter, vendor=vendor, max_tokens=max_tokens, prices=prices, seed=seed,
                                   api=settings.api)
@@ -56,6 +63,11 @@ class ElicitorActor:
 
     async def flush_quota(self) -> None:
         await self._elicitor.limiter.flush()
+
+    async def quota_report(self) -> dict:
+        """The report of the vendor's ledger this actor keeps (``own_ledger``), told everything first."""
+        await self._elicitor.limiter.flush()
+        return self._ledger.ledger.report()
 
     async def close(self) -> None:
         await self._elicitor.close()

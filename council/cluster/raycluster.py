@@ -66,6 +66,7 @@ def ensure_ray(address: str | None = None, *, num_cpus: int | None = None) -> No
     _route_ray_logging()
     if address is None:
         _loopback_even_if_imported_earlier()
+        _started_here.append(True)
         node = _start_local_node(num_cpus)
         if node is not None:
             _local_node.append(node)
@@ -80,6 +81,13 @@ def ensure_ray(address: str | None = None, *, num_cpus: int | None = None) -> No
 
 
 _local_node: list[Any] = []  # the private instance this process started (:func:`_start_local_node`), until shut down
+_started_here: list[bool] = []  # this process started the private instance it is connected to (either way)
+
+
+def started_here() -> bool:
+    """Whether this process is connected to a private local instance that it started itself (:func:`ensure_ray`
+    without an address): no other process joins it unasked."""
+    return bool(_started_here) and is_up()
 
 
 def _start_local_node(num_cpus: int | None) -> Any | None:
@@ -302,4 +310,5 @@ def shutdown_ray() -> None:
         ray.shutdown()  # a driver of an instance it did not start itself only disconnects...
     while _local_node:  # ...so the private node's processes are stopped here, as ray.shutdown stops its own
         _local_node.pop().kill_all_processes(check_alive=False, allow_graceful=True)
+    _started_here.clear()
     _restore_native_stderr()

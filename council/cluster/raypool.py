@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from collections.abc import Iterable
 
 from council.core.schema import ElicitedRecord, JudgeCallRecord
@@ -11,6 +12,7 @@ from council.grading.stop import StopControl, Stopped
 from council.protocol.config import CouncilConfig, Endpoint
 from council.transport.dispatch import MicroBatcher
 from council.transport.judge import JudgeTask
+from council.transport.quota import QuotaLedger
 
 # How long a vendor's batcher waits for more votes before it calls the actor. A Ray call costs about a
 # millisecond of a core at each end, and votes come free a few at a time as the provider answers. On the
@@ -24,33 +26,43 @@ LINGER_S = 0.05
 class RayPool:
     """One async Ray actor per vendor judge and per vendor elicitor; actor calls carry batches.
 
+    Each vendor's quota is one ledger: in the quota actor, shared by every holder on the Ray instance, or, with
+    ``sole`` (this run is the only one drawing on the instance's quotas: the command line's run on the private
+    instance it started), in the vendor's one actor here when it has one (a judge or an elicitor, not both).
+
     Nothing here waits for an actor to start: the pool is built at once, and each vendor's batches go out once
     its actor is up. A stop requested while an actor is still starting fails the batches waiting for it with
     :class:`Stopped` (nothing of them was sent to a provider), so stopping never waits for a process to start."""
 
     def __init__(self, config: CouncilConfig, endpoints: dict[str, Endpoint], models: Iterable[str] = (), *,
-                 stop: StopControl | None = None) -> None:
+                 stop: StopControl | None = None, sole: bool = False) -> None:
         from council.cluster.actors import ElicitorActor, JudgeActor
         from council.cluster.quotas import quota_actor
 
         models = list(models)
         self._stop = stop or StopControl()
         self.vendors = list(dict.fromkeys([*config.roster_vendors, *(config.vendor_of(m) for m in models)]))
-        self.quotas = quota_actor({v: config.settings(v).limits for v in self.vendors})
+        judged = [m for m in config.roster if config.transport_of(m.vendor) != "batch"]  # those vote from the driver
+        elicited = list(dict.fromkeys(config.vendor_of(m) for m in models))
+        holders = Counter([*(m.vendor for m in judged), *elicited])  # a vendor's judge actor and elicitor actor
+        self.own_ledgers = {v for v, n in holders.items() if n == 1} if sole else set()
+        self._shared = [v for v, n in holders.items() if n > 1] if sole else self.vendors
+        self._limits = {v: config.settings(v).limits for v in self.vendors}
+        self.quotas = quota_actor({v: self._limits[v] for v in self._shared}) if self._shared else None
         # A judge or elicitor actor that dies is restarted, and the batches it held are sent to it again
         # (only calls in flight at the crash can be paid twice; their results were never returned).
         options = {"max_concurrency": 4096, "num_cpus": 0, "max_restarts": -1, "max_task_retries": -1}
         self.actors = {
             m.vendor: JudgeActor.options(**options).remote(
                 m, endpoints[m.vendor], config.judge, config.settings(m.vendor), config.seed,
-                _judge_prices(config, m.vendor))
-            for m in config.roster if config.transport_of(m.vendor) != "batch"  # those vote from the driver
+                _judge_prices(config, m.vendor), m.vendor in self.own_ledgers)
+            for m in judged
         }
         self.elicitor_actors = {
             v: ElicitorActor.options(**options).remote(
                 v, endpoints[v], config.settings(v), config.elicit_max_tokens, _model_prices(config, models, v),
-                config.seed)
-            for v in dict.fromkeys(config.vendor_of(m) for m in models)
+                config.seed, v in self.own_ledgers)
+            for v in elicited
         }
         self._ready = {a: asyncio.ensure_future(_up(a)) for a in [*self.actors.values(), *self.elicitor_actors.values()]}
         self.started = asyncio.gather(*self._ready.values())  # every actor up
@@ -84,9 +96,20 @@ class RayPool:
         """Each vendor's quota report, once every judge and elicitor actor has told the quota actor everything
         (none when the run stopped before the quota actor was up)."""
         await self.flush_quota()
-        if self._stop.requested and not self._up_actors():
+        up = self._up_actors()
+        if self._stop.requested and not up:
             return {}
-        return {v: await self.quotas.stats.remote(v) for v in self.vendors}
+        keepers = {v: a for v, a in [*self.actors.items(), *self.elicitor_actors.items()] if v in self.own_ledgers}
+        stats = {}
+        for v in self.vendors:
+            if v in self.own_ledgers:
+                if keepers[v] in up:
+                    stats[v] = await keepers[v].quota_report.remote()
+            elif v in self._shared:
+                stats[v] = await self.quotas.stats.remote(v)
+            else:  # a batch vendor's (its judge votes from the driver, on a ledger of its own): untouched here
+                stats[v] = QuotaLedger(self._limits[v]).report()
+        return stats
 
     async def cancel_queued(self) -> int:
         stopped = Stopped("run stopping")

@@ -119,6 +119,9 @@ class RunHooks:
     timings: Timings = field(default_factory=Timings)  # where the run's time goes, phase by phase
     on_graded: Callable[[], None] | None = None  # the grading is over (what follows: scoring, the report)
     report: Callable[[Path], None] | None = None  # draws report.html at the end (None: here, before returning)
+    # The only run of its process (the command line's): on a Ray instance the process started, nothing else draws
+    # on the vendors' quotas, and a vendor with one actor keeps its ledger there (no quota actor to start).
+    sole_ray_run: bool = False
 
 
 def new_run_id() -> str:
@@ -497,7 +500,9 @@ async def _grade_here(
         from council.cluster.raypool import RayPool
 
         began = time.perf_counter()
-        pool: Any = RayPool(config, endpoints, models, stop=stop)
+        from council.cluster.raycluster import started_here
+
+        pool: Any = RayPool(config, endpoints, models, stop=stop, sole=hooks.sole_ray_run and started_here())
         pool.started.add_done_callback(
             lambda f: f.cancelled() or f.exception() or hooks.timings.add("judges start", began,
                                                                           time.perf_counter() - began))

@@ -144,6 +144,14 @@ async def until_archived(run_dir, votes: int, run: asyncio.Task) -> None:
     raise AssertionError("no votes were archived")
 
 
+def test_a_joined_cluster_is_not_this_process_s_own(local_cluster):
+    """A run on a cluster this process joined shares the vendors' quotas through the quota actor, whatever it
+    was told (other drivers may draw on them); only an instance this process started may hold them elsewhere."""
+    from council.cluster.raycluster import is_up, started_here
+
+    assert is_up() and not started_here()
+
+
 async def test_sharded_run_matches_one_process(tmp_path, local_cluster, undisturbed):
     cluster, _ = local_cluster
     responses = subset(tmp_path, 12)  # 72 rows: five chunks of 16 for three workers

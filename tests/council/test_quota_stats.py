@@ -22,7 +22,7 @@ import pytest
 
 import bank
 from council.protocol.config import CouncilConfig, Limits
-from council.run.runner import RunRequest, run_council
+from council.run.runner import RunHooks, RunRequest, run_council
 from council.sim import SimConfig
 from council.transport.limiter import Limiter, LocalLedger
 from council.transport.quota import TIMELINE_BUCKETS, QuotaLedger, Report, Timeline
@@ -163,11 +163,20 @@ def planted_world(tmp_path: Path) -> Path:
     return path
 
 
+def quota_actors() -> int:
+    """Quota actors ever created on this process's Ray instance, alive or not (the GCS's actor table)."""
+    from ray._private import state
+
+    return sum(1 for a in state.actors().values() if a["ActorClassName"] == "QuotaActor")
+
+
 @pytest.mark.parametrize("backend, shards", [("local", 0), ("ray", 0), ("ray", 2)])
 async def test_quota_stats_count_every_request_the_run_sent(tmp_path, backend, shards, request):
-    """Local ledgers; the Ray quota actors drawn on by one actor per judge; and by the judges of shard workers."""
+    """Local ledgers; with Ray, each judge actor's own ledger (the only run on the instance: the command line's),
+    no quota actor started; and the quota actor drawn on by the judges of shard workers."""
     if backend == "ray":
         request.getfixturevalue("ray_session")
+        before = quota_actors()
     # google's account is limited (its limiter leases; its judge batches, and a batch audit re-asks some alone),
     # openai's is not in the config but is at the provider (429s, retried), the rest are unlimited. At 1200 a
     # minute google's bucket holds 10 requests (0.5 s): its request limit binds within round one's 30 votes, so
@@ -176,8 +185,11 @@ async def test_quota_stats_count_every_request_the_run_sent(tmp_path, backend, s
     config = CouncilConfig(roster=SMALL_ROSTER, vendors={"google": {"rpm": 1200}}, batch_audit=0.3, shadow_self=True)
     result = await run_council(RunRequest(bank=bank.SAMPLE_BANK, responses=subset(tmp_path, 6),
                                           runs_dir=tmp_path / "runs", run_id="q", backend=backend, shards=shards,
-                                          sim_config=planted_world(tmp_path), config=config))
+                                          sim_config=planted_world(tmp_path), config=config),
+                               hooks=RunHooks(sole_ray_run=True))
     assert result.complete
+    if backend == "ray":
+        assert quota_actors() - before == (1 if shards else 0)
     quota = check_quota_stats(result.run_dir, config)
     assert quota["openai"]["rate_limited"] > 0 and quota["openai"]["limits"]["rpm"] is None
     assert quota["openai"]["announced"]["rpm"] == 1200.0  # learned from the provider's headers

@@ -38,6 +38,12 @@ def spender_class():
     return Spender
 
 
+def test_the_session_instance_is_this_process_s_own(ray_session):
+    from council.cluster.raycluster import started_here
+
+    assert started_here()
+
+
 def test_processes_share_one_quota(ray_session):
     import ray
 
