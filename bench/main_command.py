@@ -19,9 +19,9 @@ round two on every row as the baseline does: the same work on both sides, for th
 
 With Ray, a third process is timed beside the two (``--floor``, on by default): Ray alone, started and stopped
 by the council's own functions as the run does (a private local instance on 127.0.0.1: no dashboard, no log
-monitor, no autoscaler monitor), with as many no-op actors as the run creates
-(one judge per roster vendor and the quota actor), each called once, then stopped: the wall time no Ray run
-of this command can go below before it grades a row. Child processes write their bytecode caches as on a
+monitor, no autoscaler monitor), with as many no-op actors as the run creates (one judge per roster vendor; the
+command's run starts no quota actor), each called once, then stopped: the wall time no Ray run of this command can
+go below before it grades a row. Child processes write their bytecode caches as on a
 user's machine (``PYTHONDONTWRITEBYTECODE`` is removed from their environment).
 
 Run it from the repository root::
@@ -144,7 +144,7 @@ def main() -> int:
     args = parser.parse_args()
     from council.protocol.config import CouncilConfig
 
-    actors = len(CouncilConfig().roster_vendors) + 1  # a judge per roster vendor, and the quota actor
+    actors = len(CouncilConfig().roster_vendors)  # a judge per roster vendor (each keeps its vendor's quota)
     backends = [b for b in args.backends.split(",") if b]
     figures: dict[str, dict] = {}
     ok = True
