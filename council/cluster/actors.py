@@ -46,7 +46,8 @@ class JudgeActor:
 
 @ray.remote
 class ElicitorActor:
-    """A vendor's elicitor; its limiter draws on the same quota actor as the vendor's judge."""
+    """A vendor's elicitor; its limiter draws on the vendor's ledger in the quota actor, shared with the vendor's
+    judge, or on its own (``own_ledger``) where it is the vendor's only holder."""
 
     def __init__(self, vendor: str, endpoint: Endpoint, settings: VendorSettings, max_tokens: int,
                  prices: dict[str, tuple[float, ...]], seed: int, own_ledger: bool = False) -> None:

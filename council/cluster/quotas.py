@@ -5,9 +5,10 @@ is the vendor's judge or elicitor, not both) needs no actor between the two: tha
 own process (:func:`holder_ledger`), and no quota actor is started when no vendor has two holders (a process less
 to start: 0.6 s of a core, and the leases' round trips).
 
-A module of its own, importing only the ledger: the actor's process imports the module that defines its class. On top
-of Ray this module costs 0.12 s of a core to import and the judges' module (aiohttp, the prompts, the record schema)
-0.33 s; a quota actor's process used 0.68-0.78 s of a core here, against 0.71-0.90 s with its class among the judges'."""
+A module of its own, importing only the ledger and its in-process handle: the actor's process imports the module
+that defines its class. On top of Ray this module costs 0.12 s of a core to import and the judges' module (aiohttp,
+the prompts, the record schema) 0.33 s; a quota actor's process used 0.68-0.78 s of a core here, against 0.71-0.90 s
+with its class among the judges'."""
 
 from __future__ import annotations
 

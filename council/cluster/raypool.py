@@ -29,6 +29,8 @@ class RayPool:
     Each vendor's quota is one ledger: in the quota actor, shared by every holder on the Ray instance, or, with
     ``sole`` (this run is the only one drawing on the instance's quotas: the command line's run on the private
     instance it started), in the vendor's one actor here when it has one (a judge or an elicitor, not both).
+    Either ledger starts afresh when its actor is restarted after a crash: the report then counts what was sent
+    since.
 
     Nothing here waits for an actor to start: the pool is built at once, and each vendor's batches go out once
     its actor is up. A stop requested while an actor is still starting fails the batches waiting for it with
@@ -93,8 +95,8 @@ class RayPool:
         await asyncio.gather(*(a.flush_quota.remote() for a in self._up_actors()), return_exceptions=True)
 
     async def quota_stats(self) -> dict[str, dict]:
-        """Each vendor's quota report, once every judge and elicitor actor has told the quota actor everything
-        (none when the run stopped before the quota actor was up)."""
+        """Each vendor's quota report, once every judge and elicitor actor has told its ledger everything (none
+        when the run stopped before any actor was up)."""
         await self.flush_quota()
         up = self._up_actors()
         if self._stop.requested and not up:

@@ -497,11 +497,10 @@ async def _grade_here(
 ) -> Outcome:
     """Grade the run from this process: one coordinator, the judges in this process or in one actor each."""
     if backend == "ray":
+        from council.cluster.raycluster import started_here
         from council.cluster.raypool import RayPool
 
         began = time.perf_counter()
-        from council.cluster.raycluster import started_here
-
         pool: Any = RayPool(config, endpoints, models, stop=stop, sole=hooks.sole_ray_run and started_here())
         pool.started.add_done_callback(
             lambda f: f.cancelled() or f.exception() or hooks.timings.add("judges start", began,
