@@ -7,13 +7,20 @@ import time
 
 import ray
 
-from council.cluster.quotas import RayLedger, holder_ledger
+from council.cluster.quotas import RayLedger
 from council.core.schema import BankItem, JudgeCallRecord, MemberSpec
 from council.grading.budget import Lease
 from council.grading.stop import Stopped
-from council.protocol.config import CouncilConfig, Endpoint, JudgeParams, VendorSettings
+from council.protocol.config import CouncilConfig, Endpoint, JudgeParams, Limits, VendorSettings
 from council.transport.judge import Judge, JudgeTask
-from council.transport.limiter import Limiter
+from council.transport.limiter import Limiter, LocalLedger
+from council.transport.quota import QuotaLedger
+
+
+def holder_ledger(vendor: str, limits: Limits, *, own: bool) -> LocalLedger | RayLedger:
+    """The ledger a judge or elicitor actor leases ``vendor``'s quota from: its own (``own``: it is the vendor's
+    only holder), or the vendor's ledger in the quota actor, shared with every other holder."""
+    return LocalLedger(QuotaLedger(limits)) if own else RayLedger(vendor, limits)
 
 
 @ray.remote
@@ -35,9 +42,8 @@ class JudgeActor:
     async def flush_quota(self) -> None:
         await self._judge.limiter.flush()
 
-    async def quota_report(self) -> dict:
-        """The report of the vendor's ledger this actor keeps (``own_ledger``), told everything first."""
-        await self._judge.limiter.flush()
+    def quota_report(self) -> dict:
+        """The report of the vendor's ledger this actor keeps (``own_ledger``), as of its last flush."""
         return self._ledger.ledger.report()
 
     async def close(self) -> None:
@@ -65,9 +71,8 @@ class ElicitorActor:
     async def flush_quota(self) -> None:
         await self._elicitor.limiter.flush()
 
-    async def quota_report(self) -> dict:
-        """The report of the vendor's ledger this actor keeps (``own_ledger``), told everything first."""
-        await self._elicitor.limiter.flush()
+    def quota_report(self) -> dict:
+        """The report of the vendor's ledger this actor keeps (``own_ledger``), as of its last flush."""
         return self._ledger.ledger.report()
 
     async def close(self) -> None:

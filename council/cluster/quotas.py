@@ -2,20 +2,18 @@
 
 A vendor whose quota has one holder in the whole instance (the only run on a private instance, where one actor
 is the vendor's judge or elicitor, not both) needs no actor between the two: that holder keeps the ledger in its
-own process (:func:`holder_ledger`), and no quota actor is started when no vendor has two holders (a process less
-to start: 0.6 s of a core, and the leases' round trips).
+own process (:func:`council.cluster.actors.holder_ledger`), and no quota actor is started when no vendor has two
+holders (a process less to start: 0.6 s of a core, and the leases' round trips).
 
-A module of its own, importing only the ledger and its in-process handle: the actor's process imports the module
-that defines its class. On top of Ray this module costs 0.12 s of a core to import and the judges' module (aiohttp,
-the prompts, the record schema) 0.33 s; a quota actor's process used 0.68-0.78 s of a core here, against 0.71-0.90 s
-with its class among the judges'."""
+A module of its own, importing only the ledger: the actor's process imports the module that defines its class. On top
+of Ray this module costs 0.12 s of a core to import and the judges' module (aiohttp, the prompts, the record schema)
+0.33 s; a quota actor's process used 0.68-0.78 s of a core here, against 0.71-0.90 s with its class among the judges'."""
 
 from __future__ import annotations
 
 import ray
 
 from council.protocol.config import Limits
-from council.transport.limiter import LocalLedger
 from council.transport.quota import Grant, QuotaLedger, Report
 
 NAMESPACE = "grading-council"
@@ -72,9 +70,3 @@ class RayLedger:
 
     async def lease(self, holder: str, want_requests: int, want_tokens: int, report: Report) -> Grant:
         return await self._actor.lease.remote(self._vendor, self._limits, holder, want_requests, want_tokens, report)
-
-
-def holder_ledger(vendor: str, limits: Limits, *, own: bool) -> LocalLedger | RayLedger:
-    """The ledger a judge or elicitor actor leases ``vendor``'s quota from: its own (``own``: it is the vendor's
-    only holder), or the vendor's ledger in the quota actor, shared with every other holder."""
-    return LocalLedger(QuotaLedger(limits)) if own else RayLedger(vendor, limits)

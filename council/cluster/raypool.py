@@ -47,7 +47,7 @@ class RayPool:
         judged = [m for m in config.roster if config.transport_of(m.vendor) != "batch"]  # those vote from the driver
         elicited = list(dict.fromkeys(config.vendor_of(m) for m in models))
         holders = Counter([*(m.vendor for m in judged), *elicited])  # a vendor's judge actor and elicitor actor
-        self.own_ledgers = {v for v, n in holders.items() if n == 1} if sole else set()
+        own = {v for v, n in holders.items() if n == 1} if sole else set()
         self._shared = [v for v, n in holders.items() if n > 1] if sole else self.vendors
         self._limits = {v: config.settings(v).limits for v in self.vendors}
         self.quotas = quota_actor({v: self._limits[v] for v in self._shared}) if self._shared else None
@@ -57,15 +57,17 @@ class RayPool:
         self.actors = {
             m.vendor: JudgeActor.options(**options).remote(
                 m, endpoints[m.vendor], config.judge, config.settings(m.vendor), config.seed,
-                _judge_prices(config, m.vendor), m.vendor in self.own_ledgers)
+                _judge_prices(config, m.vendor), m.vendor in own)
             for m in judged
         }
         self.elicitor_actors = {
             v: ElicitorActor.options(**options).remote(
                 v, endpoints[v], config.settings(v), config.elicit_max_tokens, _model_prices(config, models, v),
-                config.seed, v in self.own_ledgers)
+                config.seed, v in own)
             for v in elicited
         }
+        # the actor that keeps each such vendor's ledger
+        self._keepers = {v: a for v, a in [*self.actors.items(), *self.elicitor_actors.items()] if v in own}
         self._ready = {a: asyncio.ensure_future(_up(a)) for a in [*self.actors.values(), *self.elicitor_actors.values()]}
         self.started = asyncio.gather(*self._ready.values())  # every actor up
         self._cancelling: list[asyncio.Future] = []  # the actors' cancel_queued calls, awaited by close()
@@ -101,12 +103,11 @@ class RayPool:
         up = self._up_actors()
         if self._stop.requested and not up:
             return {}
-        keepers = {v: a for v, a in [*self.actors.items(), *self.elicitor_actors.items()] if v in self.own_ledgers}
         stats = {}
         for v in self.vendors:
-            if v in self.own_ledgers:
-                if keepers[v] in up:
-                    stats[v] = await keepers[v].quota_report.remote()
+            if v in self._keepers:
+                if self._keepers[v] in up:
+                    stats[v] = await self._keepers[v].quota_report.remote()
             elif v in self._shared:
                 stats[v] = await self.quotas.stats.remote(v)
             else:  # a batch vendor's (its judge votes from the driver, on a ledger of its own): untouched here

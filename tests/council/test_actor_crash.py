@@ -13,16 +13,12 @@ import bank
 from council.protocol.config import CouncilConfig
 from council.run.runner import RunRequest, run_council
 from council.sim import SimConfig
+from tests.council._ray import actors
 from tests.council._roster import SMALL_ROSTER
 from tests.council.test_end_to_end import lines, subset
 
 
 async def test_a_killed_judge_actor_recovers(tmp_path, ray_session):
-    from ray._private import state  # GCS actor table: the state API needs the dashboard, off here
-
-    def judge_actors() -> list[dict]:
-        return [a for a in state.actors().values() if a["ActorClassName"] == "JudgeActor"]
-
     sim = SimConfig.planted(seed=0)
     slow = sim.model_copy(update={"vendors": {v: b.model_copy(update={"latency_ms": 30.0})
                                               for v, b in sim.vendors.items()}})
@@ -43,14 +39,14 @@ async def test_a_killed_judge_actor_recovers(tmp_path, ray_session):
     while victim is None and not run.done() and loop.time() < deadline:
         await asyncio.sleep(0.05)  # until the run's judges exist and some votes are archived
         if round1.exists() and len(round1.read_bytes().splitlines()) > 40:
-            alive = [a for a in judge_actors() if a["State"] == "ALIVE" and a["Pid"]]
+            alive = [a for a in actors("JudgeActor") if a["Pid"]]
             if alive:
                 victim = alive[0]
                 os.kill(victim["Pid"], signal.SIGKILL)
     assert victim is not None, ("the run finished before an actor could be killed" if run.done()
                                 else "no judge had archived votes within 120 s")
     result = await asyncio.wait_for(run, timeout=240)
-    restarted = [a for a in judge_actors() if a["ActorID"] == victim["ActorID"]]
+    restarted = [a for a in actors("JudgeActor", alive=False) if a["ActorID"] == victim["ActorID"]]
     assert restarted and restarted[0]["NumRestarts"] >= 1  # the same actor, restarted
     assert result.summary["not_graded_rows"] == 0 and result.complete
     assert lines(result.run_dir / "verdicts.jsonl") == lines(reference.run_dir / "verdicts.jsonl")

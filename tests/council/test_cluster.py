@@ -30,6 +30,7 @@ from council.store.runfolder import ArchiveIndex
 from council.run.runner import RunRequest, run_council
 from council.sim import SimConfig
 from tests.council._provider import council, quiet, sim_process
+from tests.council._ray import actors
 from tests.council.test_end_to_end import lines, subset
 
 WORLD = quiet(SimConfig.planted(seed=0), error_rate=0.0, timeout_rate=0.0, reset_rate=0.0, bad_body_rate=0.0,
@@ -95,13 +96,6 @@ def undisturbed(tmp_path_factory):
         return made[key]
 
     return run
-
-
-def actors(class_name: str, *, alive: bool = True) -> list[dict]:
-    from ray._private import state  # the GCS actor table (the state API needs the dashboard, off here)
-
-    return [a for a in state.actors().values()
-            if a["ActorClassName"] == class_name and (a["State"] == "ALIVE" or not alive)]
 
 
 def lose_node(cluster, node) -> None:

@@ -27,6 +27,7 @@ from council.sim import SimConfig
 from council.transport.limiter import Limiter, LocalLedger
 from council.transport.quota import TIMELINE_BUCKETS, QuotaLedger, Report, Timeline
 from tests.council._provider import quiet
+from tests.council._ray import actors
 from tests.council._roster import SMALL_ROSTER
 from tests.council.test_end_to_end import lines, subset
 
@@ -163,20 +164,13 @@ def planted_world(tmp_path: Path) -> Path:
     return path
 
 
-def quota_actors() -> int:
-    """Quota actors ever created on this process's Ray instance, alive or not (the GCS's actor table)."""
-    from ray._private import state
-
-    return sum(1 for a in state.actors().values() if a["ActorClassName"] == "QuotaActor")
-
-
 @pytest.mark.parametrize("backend, shards", [("local", 0), ("ray", 0), ("ray", 2)])
 async def test_quota_stats_count_every_request_the_run_sent(tmp_path, backend, shards, request):
     """Local ledgers; with Ray, each judge actor's own ledger (the only run on the instance: the command line's),
     no quota actor started; and the quota actor drawn on by the judges of shard workers."""
     if backend == "ray":
         request.getfixturevalue("ray_session")
-        before = quota_actors()
+        before = len(actors("QuotaActor", alive=False))
     # google's account is limited (its limiter leases; its judge batches, and a batch audit re-asks some alone),
     # openai's is not in the config but is at the provider (429s, retried), the rest are unlimited. At 1200 a
     # minute google's bucket holds 10 requests (0.5 s): its request limit binds within round one's 30 votes, so
@@ -189,7 +183,7 @@ async def test_quota_stats_count_every_request_the_run_sent(tmp_path, backend, s
                                hooks=RunHooks(sole_ray_run=True))
     assert result.complete
     if backend == "ray":
-        assert quota_actors() - before == (1 if shards else 0)
+        assert len(actors("QuotaActor", alive=False)) - before == (1 if shards else 0)
     quota = check_quota_stats(result.run_dir, config)
     assert quota["openai"]["rate_limited"] > 0 and quota["openai"]["limits"]["rpm"] is None
     assert quota["openai"]["announced"]["rpm"] == 1200.0  # learned from the provider's headers

@@ -144,17 +144,17 @@ def test_a_vendors_judge_and_elicitor_share_one_limiter():
 async def test_elicitation_through_ray_shares_each_vendors_quota(tmp_path, ray_session):
     """Even for the only run on its Ray instance (where a vendor with one actor keeps its own ledger), a vendor
     with a judge and an elicitor has one account, in the quota actor."""
-    from tests.council.test_quota_stats import quota_actors
+    from tests.council._ray import actors
 
     models = ["openai/gpt-4.1-mini", "meta-llama/llama-3.3-70b-instruct"]
     config = CouncilConfig(roster=SMALL_ROSTER, vendors={"openai": {"rpm": 100_000}, "meta": {"rpm": 100_000}})
-    before = quota_actors()
+    before = len(actors("QuotaActor", alive=False))
     result = await run_council(RunRequest(bank=small_bank(tmp_path, 8), responses=bank.SAMPLE_RESPONSES,
                                           runs_dir=tmp_path / "runs", run_id="r", backend="ray", models=models,
                                           config=config), hooks=RunHooks(sole_ray_run=True))
     assert len(lines(result.run_dir / "elicited.jsonl")) == 16
     assert result.summary["rows"] == len(lines(result.run_dir / "rows.jsonl")) > 0
-    assert quota_actors() - before == 1
+    assert len(actors("QuotaActor", alive=False)) - before == 1
     quota = orjson.loads((result.run_dir / "quota_stats.json").read_bytes())
     holders = quota["openai"]["holders"]
     # one account: the openai judge and the openai elicitor (separate processes) lease from the same quota
