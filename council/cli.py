@@ -56,7 +56,7 @@ __all__ = ["EXIT_BUDGET", "EXIT_CODES", "EXIT_INPUT", "EXIT_INTERNAL", "EXIT_NOT
 
 # What --resume may change: where and how the calls are made and shown, never what the run is.
 RESUME_MAY_SET = frozenset({"command", "resume", "backend", "budget_usd", "ray_address", "provider_url", "runs_dir",
-                            "shards", "progress_every"})
+                            "shards", "progress_every", "no_check"})
 INIT_PATH = Path("council.toml")
 
 DESCRIPTION = """\
@@ -94,6 +94,9 @@ def build_parser() -> argparse.ArgumentParser:
     council_args(run.add_argument_group("who grades"))
     protocol_args(run.add_argument_group("how (recorded in the manifest, fixed once the run starts)"))
     running_args(run.add_argument_group("where the run goes and where its calls are made"))
+    run.add_argument("--no-check", action="store_true",
+                     help="start without `council check`, which a run against any provider but the embedded one "
+                          "runs first (default: checked)")
     run.add_argument("--resume", metavar="RUN_ID",
                      help="continue this run from its archive after a crash or a stop, with the settings it started "
                           "with (only where and how calls are made may change) (default: none: a new run)")
@@ -194,11 +197,32 @@ def build_parser() -> argparse.ArgumentParser:
     cj.add_argument("--resamples", type=count, metavar="N", help="bootstrap resamples (default: the run's)")
     cj.add_argument("--json", action="store_true", help="print the report as one JSON object (default: off)")
 
+    check = command("check", "one tiny real request per seat: does each judge work, and what does it spend?",
+                    "Before a large run: one tiny real request per seat and reserve, as the run would send it (its "
+                    "endpoint, model id, output bound, sampling and reasoning fields), on a row of the responses the "
+                    "seat would grade, and for a seat on the batch transport a batch of one. Prints per seat ok or "
+                    "the provider's exact refusal with the fix, the reasoning tokens the judge spent, and what the "
+                    "seat would cost the run at that rate. `council run` runs it first against any provider but the "
+                    "embedded one (--no-check skips it).", (EXIT_OK, EXIT_INPUT), "every seat works")
+    input_args(check.add_argument_group("the rows a seat is checked on"), responses_required=False)
+    council_args(check.add_argument_group("who grades"))
+    provider_args(check.add_argument_group("where the calls go"), "the checks")
+    check.add_argument("--transport", choices=("sync", "batch"),
+                       help="check the batch API too for every vendor (batch), as a run with --transport batch would "
+                            "use it (default: the config's, else sync)")
+    check.add_argument("--batch-wait", type=positive, default=120.0, metavar="S",
+                       help="how long a batch of one may take before it is reported as still running (default: 120)")
+    check.add_argument("--json", action="store_true", help="print one JSON object instead of a table (default: off)")
+
     init = command("init", "write an example council config (council.toml) to edit",
                    "Write an example council config, every field with its default and a comment, to edit and "
                    "pass as --config. An existing file is never overwritten.", (EXIT_OK, EXIT_INPUT))
     init.add_argument("path", metavar="PATH", nargs="?", type=Path, default=INIT_PATH,
                       help="where to write it (default: council.toml)")
+    init.add_argument("--layout", choices=("gateway", "native"), default="gateway",
+                      help="gateway: every vendor through one OpenAI-compatible gateway (--provider-url, COUNCIL_API_KEY, "
+                           "OpenRouter-style ids); native: each vendor at its own API with its own key variable and "
+                           "native ids (default: gateway)")
 
     loadtest.add_parser(sub)
 
@@ -300,13 +324,18 @@ def council_config(args: argparse.Namespace) -> CouncilConfig:
     return config
 
 
-def provider_url(args: argparse.Namespace) -> str | None:
+def provider_url(args: argparse.Namespace, config: CouncilConfig | None = None) -> str | None:
     """Where the judges are asked: ``--provider-url``, or the embedded provider (None) with ``--simulate``
-    or for the shipped sample. A user's own files are never graded by the simulator unless asked."""
+    or for the shipped sample. A user's own files are never graded by the simulator unless asked. A config that gives
+    every seat its vendor's own API (``vendors.<v>.base_url``: `council init --layout native`) needs no
+    --provider-url: its first such URL stands for the run's provider (each vendor's calls go to its own)."""
     if args.provider_url and (args.simulate or args.sim_config):
         raise ConfigError("--provider-url asks a real provider; it cannot be combined with --simulate or --sim-config")
     if args.provider_url or args.simulate:
         return args.provider_url
+    own = [config.settings(v).base_url for v in config.roster_vendors] if config is not None else []
+    if own and all(own) and not args.sim_config:
+        return own[0]
     shipped = Path(args.bank) == bank.SAMPLE_BANK and (Path(args.responses) == bank.SAMPLE_RESPONSES or _models(args))
     if not shipped and getattr(args, "resume", None) is None:
         raise ConfigError("no provider: pass --provider-url URL to grade with real judges, or --simulate to grade "
@@ -335,7 +364,7 @@ def _estimate(args: argparse.Namespace) -> int:
     rows = [] if models else bank.load_responses(args.responses, items, vendor_map=config.vendor_map)
     unanimity = None if args.unanimity is None else Unanimity.stated(args.unanimity)
     if args.pilot:
-        url = provider_url(args)
+        url = provider_url(args, config)
         say(f"pilot: grading {min(args.pilot, len(rows))} of {len(rows)} rows (seed {config.seed}) under "
             f"--deliberate disputed, {'at ' + escape(url) if url else 'on the embedded provider'}", to=console)
         unanimity = asyncio.run(run_pilot(config, args.bank, args.responses, rows, args.pilot,
@@ -427,7 +456,9 @@ def _grade(args: argparse.Namespace, command_line: str) -> int:
                               f"would change it (start a new run to grade with other settings)")
     raycluster.keep_native_notices_off_stderr()  # Ray's C++ notices go to its log folder, not this terminal
     config = council_config(args) if resume is None else None
-    url = provider_url(args) if resume is None else None
+    url = provider_url(args, config) if resume is None else None
+    if config is not None and args.command == "run":
+        _preflight(args, config, url)
     if resume is None:
         seats = _seats(config.roster)
     else:
@@ -565,6 +596,59 @@ def _with_signals(start: Callable[[StopControl], Awaitable[RunResult]]) -> RunRe
     return asyncio.run(main())
 
 
+# ---- check -------------------------------------------------------------------------------------------------
+
+
+def _check(args: argparse.Namespace) -> int:
+    config = council_config(args)
+    checks = _checks(args, config, provider_url(args, config))
+    from council.console.check import print_checks
+
+    print_checks(checks, as_json=args.json)
+    return EXIT_OK if all(c.ok for c in checks) else EXIT_INPUT
+
+
+def _checks(args: argparse.Namespace, config: CouncilConfig, url: str | None) -> list:
+    """Every seat checked (:mod:`council.tools.check`) against ``url``, or against the embedded provider (None)
+    started for the check with the run's behaviour."""
+    from council.tools.check import check_council
+    from council.tools.estimate import estimate
+
+    items = {i.id: i for i in bank.load_bank(args.bank)}
+    rows = bank.load_responses(args.responses, list(items.values()), vendor_map=config.vendor_map)
+    votes = {v.vendor: v.votes for v in estimate(config, items, rows).vendors}
+
+    async def main() -> list:
+        if url is not None:
+            return await check_council(config, items, rows, url, batch_wait_s=getattr(args, "batch_wait", 120.0),
+                                       run_votes=votes)
+        from council.sim import SimConfig, TruthTable, start_sim
+
+        behaviour = SimConfig.from_file(args.sim_config) if args.sim_config else SimConfig.planted(config.seed)
+        async with await start_sim(behaviour, TruthTable.from_rows(items.values(), rows)) as sim:
+            return await check_council(config, items, rows, sim.url, embedded=True,
+                                       batch_wait_s=getattr(args, "batch_wait", 120.0), run_votes=votes)
+
+    return asyncio.run(main())
+
+
+def _preflight(args: argparse.Namespace, config: CouncilConfig, url: str | None) -> None:
+    """`council check` before a run against a real provider (``url``, or a vendor's own API); ConfigError naming
+    every seat that failed."""
+    if url is None or args.no_check:  # the embedded provider: nothing to check before it
+        return
+    from council.console.check import print_checks
+
+    checks = _checks(args, config, url)
+    print_checks(checks, to_stderr=True)
+    failed = [c for c in checks if not c.ok]
+    if failed:
+        message = (f"council check: {len(failed)} seat(s) cannot grade ({', '.join(c.vendor for c in failed)}); "
+                   f"fix them and run again, or pass --no-check to start anyway")
+        # a provider that cannot be used at all is the run's exit 5, as if the run had met it; else bad options
+        raise (ProviderUnavailable if all(c.status == "unusable" for c in failed) else ConfigError)(message)
+
+
 # ---- run folders: finding, listing, showing ----------------------------------------------------------------
 
 
@@ -597,7 +681,7 @@ def _init(args: argparse.Namespace) -> int:
     path: Path = args.path
     if path.suffix.lower() != ".toml":
         raise ConfigError(f"{path}: council init writes TOML; give the file a .toml name")
-    text = example_toml()
+    text = example_toml(args.layout)
     try:
         with open(path, "x", encoding="utf-8") as handle:  # never over an existing file
             handle.write(text)
@@ -606,6 +690,10 @@ def _init(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise ConfigError(f"cannot write {path}: {exc.strerror or exc}") from None
     say(f"wrote {escape(str(path))}: edit it, then pass --config {escape(str(path))}", to=console)
+    first = (f"set each vendor's key variable (vendors.<v>.api_key_env) and run `council check --config {path}`"
+             if args.layout == "native" else
+             f"set COUNCIL_API_KEY and run `council check --config {path} --provider-url URL` (the gateway's base URL)")
+    say(f"then {escape(first)} before a large run", to=console)
     return EXIT_OK
 
 
@@ -752,6 +840,7 @@ def _sim(args: argparse.Namespace) -> int:
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "estimate": _estimate, "loadtest": loadtest.run, "rescore": _rescore, "diff": _diff, "crossjudge": _crossjudge,
     "show": _show, "runs": _runs, "report": _report, "init": _init, "serve": _serve, "submit": _submit, "sim": _sim,
+    "check": _check,
 }
 
 

@@ -12,9 +12,10 @@ from dataclasses import dataclass
 
 from council.core.errors import ProviderError, ProviderUnavailable
 from council.core.schema import ElicitedRecord, RequestParams, Usage
-from council.protocol.config import Endpoint
+from council.protocol.config import Endpoint, JudgeParams
 from council.transport.client import ChatClient
 from council.transport.limiter import Limiter
+from council.transport.shape import RequestShape, seat_shape, sent_fields
 from council.transport.wire import Api
 from elicitor.parsing import parse_elicited
 from elicitor.prompts import ELICIT_HASH, ELICIT_VERSION, elicit_messages
@@ -40,12 +41,22 @@ class ElicitTask:
 class Elicitor:
     def __init__(self, endpoint: Endpoint, limiter: Limiter, *, max_tokens: int = 512, temperature: float = 0.0,
                  prices: dict[str, tuple[float, ...]] | None = None, seed: int = 0, vendor: str = "",
-                 api: Api = "openai") -> None:
+                 api: Api = "openai", params: JudgeParams | None = None) -> None:
         self.limiter = limiter
         self.client = ChatClient(endpoint, seed=seed, limiter=limiter, vendor=vendor, api=api)
+        self.endpoint, self.api = endpoint, api
         self.max_tokens = max_tokens
         self.temperature = temperature
+        # the reasoning settings a model under test is asked with (the judges': council.transport.shape)
+        self.params = (params or JudgeParams()).model_copy(update={"temperature": temperature})
         self.prices = prices or {}
+        self._shapes: dict[str, RequestShape] = {}
+
+    def shape(self, model: str, vendor: str) -> RequestShape:
+        """The requests of ``model`` fitted to its API (once per model)."""
+        if model not in self._shapes:
+            self._shapes[model] = seat_shape(model, vendor, self.params, self.endpoint, self.api)
+        return self._shapes[model]
 
     async def elicit_batch(self, tasks: list[ElicitTask]) -> list[ElicitedRecord]:
         import asyncio
@@ -59,8 +70,8 @@ class Elicitor:
             self.client.vendor = task.vendor
         await self.limiter.acquire_slot()
         try:
-            result = await self.client.chat(task.model, elicit_messages(task.prompt), temperature=self.temperature,
-                                            max_tokens=self.max_tokens)
+            result = await self.client.chat(task.model, elicit_messages(task.prompt), max_tokens=self.max_tokens,
+                                            shape=self.shape(task.model, task.vendor))
             content, finish, usage, attempts = result.content, result.finish_reason, result.usage, result.attempts
         except ProviderUnavailable:
             raise  # the vendor cannot be used: no record, the run stops (and the answer is asked on resume)
@@ -79,7 +90,8 @@ class Elicitor:
             cost_usd=usage.cost_usd(*self.prices.get(task.model, (0.0, 0.0))), latency_s=round(latency, 6),
             tokens_per_s=round(usage.completion_tokens / latency, 3) if latency > 0 and usage.completion_tokens else None,
             attempts=attempts, error=error, elicit_prompt_version=ELICIT_VERSION, elicit_prompt_hash=ELICIT_HASH,
-            request=RequestParams(model=task.model, temperature=self.temperature, max_tokens=self.max_tokens),
+            request=RequestParams(model=task.model, temperature=self.temperature, max_tokens=self.max_tokens,
+                                  sent=sent_fields(self.shape(task.model, task.vendor), task.model, self.max_tokens)),
             request_key=task.request_key,
         )
 

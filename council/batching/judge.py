@@ -25,19 +25,21 @@ from council.protocol.prompts import repair_messages
 from council.transport.batch_formats import BatchError
 from council.transport.judge import (Call, Judge, JudgeTask, one_request, read_vote, request_bounds, split_usage,
                                      vote_record)
+from council.transport.shape import RequestShape, plain
 from council.transport.wire import Reply
 
 
 class BatchJudge:
     def __init__(self, member: MemberSpec, params: JudgeParams, api: BatchApi, journal: Journal, *,
                  settings: VendorSettings, batch: BatchSettings, prices: tuple[float, ...],
-                 fallback: Judge | None = None) -> None:
+                 fallback: Judge | None = None, shape: RequestShape | None = None) -> None:
         self.member = member
         self.params = params
         self.prices = prices
         self.fallback = fallback
-        self.sender = BatchSender(member.vendor, member.judge_model, params.temperature, api, journal,
-                                  settings=settings, batch=batch, fallback=fallback)
+        self.shape = shape or plain(member.judge_model, params.temperature)  # the seat's requests (its pool's)
+        self.sender = BatchSender(member.vendor, self.shape, api, journal, settings=settings, batch=batch,
+                                  fallback=fallback)
 
     @property
     def vendor(self) -> str:
@@ -92,7 +94,7 @@ class BatchJudge:
             vote, status = None, "error"
             call.error = f"{self.vendor}: batch {batch_id}: {outcome.code}: {outcome.message}"
         return vote_record(self.member, self.params, self.prices, task, vote, status, call, uuid.uuid4().hex, [],
-                           usage, batch_id=batch_id, cost_usd=cost)
+                           usage, batch_id=batch_id, cost_usd=cost, shape=self.shape)
 
     def _charged(self, call: Call, reply: Reply, batch_id: str | None, share: tuple[int, int]) -> tuple[Usage, float]:
         """This vote's part of a reply's usage and its cost: at the batch rates, or at the chat rates for a request

@@ -18,6 +18,7 @@ from council.protocol.config import CouncilConfig, Endpoint
 from council.transport.judge import Judge, JudgeTask
 from council.transport.limiter import Limiter, LocalLedger
 from council.transport.quota import QuotaLedger
+from council.transport.shape import seat_shape
 
 
 class BatchingPool:
@@ -44,7 +45,8 @@ class BatchingPool:
                             max_requests=settings.batch_max_requests, seed=config.seed)
             self.judges[vendor] = BatchJudge(
                 member, config.judge, api, self.journal, settings=settings, batch=config.batch,
-                prices=config.vote_rates(member.judge_model, vendor), fallback=fallback)
+                prices=config.vote_rates(member.judge_model, vendor), fallback=fallback,
+                shape=seat_shape(member.judge_model, vendor, config.judge, endpoints[vendor], settings.api))
 
     def submit(self, vendor: str, task: JudgeTask) -> asyncio.Future[JudgeCallRecord]:
         judge = self.judges.get(vendor)

@@ -36,6 +36,7 @@ from council.protocol.config import BatchSettings, VendorSettings
 from council.transport.batch_formats import BatchError, BatchOutcome, BatchRequest
 from council.transport.judge import Judge
 from council.transport.quota import estimate_tokens
+from council.transport.shape import RequestShape
 from council.transport.wire import Reply
 
 MAX_SENDS = 3  # batches (or chat calls) one request is sent in before it is handed back as lost
@@ -80,11 +81,11 @@ class BatchStats:
 
 
 class BatchSender:
-    def __init__(self, vendor: str, model: str, temperature: float, api: BatchApi, journal: Journal, *,
+    def __init__(self, vendor: str, shape: RequestShape, api: BatchApi, journal: Journal, *,
                  settings: VendorSettings, batch: BatchSettings, fallback: Judge | None = None) -> None:
         self.vendor = vendor
-        self.model = model
-        self.temperature = temperature
+        self.shape = shape  # the seat's requests (council.transport.shape): the id sent, bounds, reasoning
+        self.model = shape.model
         self.api = api
         self.journal = journal
         self.settings = settings
@@ -149,8 +150,9 @@ class BatchSender:
         index = 0
         if want is None:
             loop = asyncio.get_running_loop()
-            request = BatchRequest(cid, self.model, messages(), self.temperature, max_tokens, response_format)
-            tokens = estimate_tokens(request.messages, max_tokens)
+            request = BatchRequest(cid, self.model, messages(), self.shape.temperature or 0.0, max_tokens,
+                                   response_format, self.shape)
+            tokens = estimate_tokens(request.messages, max_tokens + self.shape.headroom)
             want = self._wants[cid] = _Want(request, messages, tokens, loop.create_future(), sharers=1)
             del request  # the want holds it, and drops its messages once a batch holds them
             if self._ready is not None and not self._ready.done():
@@ -487,8 +489,8 @@ class BatchSender:
         r = _remade(want).request
         self.stats.sent_sync += 1
         try:
-            result = await self.fallback.client.chat(r.model, r.messages, temperature=r.temperature,
-                                                     max_tokens=r.max_tokens, response_format=r.response_format)
+            result = await self.fallback.client.chat(r.model, r.messages, max_tokens=r.max_tokens,
+                                                     response_format=r.response_format, shape=r.shape)
         except ProviderUnavailable as exc:
             self._fail([r.custom_id], exc)
             return

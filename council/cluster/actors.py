@@ -15,6 +15,7 @@ from council.protocol.config import CouncilConfig, Endpoint, JudgeParams, Limits
 from council.transport.judge import Judge, JudgeTask
 from council.transport.limiter import Limiter, LocalLedger
 from council.transport.quota import QuotaLedger
+from council.transport.shape import RequestShape
 
 
 def holder_ledger(vendor: str, limits: Limits, *, own: bool) -> LocalLedger | RayLedger:
@@ -26,12 +27,12 @@ def holder_ledger(vendor: str, limits: Limits, *, own: bool) -> LocalLedger | Ra
 @ray.remote
 class JudgeActor:
     def __init__(self, member: MemberSpec, endpoint: Endpoint, params: JudgeParams, settings: VendorSettings,
-                 seed: int, prices: tuple[float, ...], own_ledger: bool = False) -> None:
+                 seed: int, prices: tuple[float, ...], own_ledger: bool = False, shape: RequestShape | None = None) -> None:
         self._ledger = holder_ledger(member.vendor, settings.limits, own=own_ledger)
         limiter = Limiter(self._ledger, f"judge:{member.vendor}:{os.getpid()}", concurrency=settings.concurrency,
                           seed=seed)
         self._judge = Judge(member, endpoint, params, limiter=limiter, max_batch=settings.max_batch, seed=seed,
-                            prices=prices, cache_breakpoints=settings.cache_breakpoints, api=settings.api)
+                            prices=prices, cache_breakpoints=settings.cache_breakpoints, api=settings.api, shape=shape)
 
     async def grade_batch(self, tasks: list[JudgeTask]) -> list[JudgeCallRecord | BaseException]:
         return await self._judge.grade_batch(tasks)

@@ -13,6 +13,7 @@ from council.protocol.config import CouncilConfig, Endpoint
 from council.transport.dispatch import MicroBatcher
 from council.transport.judge import JudgeTask
 from council.transport.quota import QuotaLedger
+from council.transport.shape import seat_shape
 
 # How long a vendor's batcher waits for more votes before it calls the actor. A Ray call costs about a
 # millisecond of a core at each end, and votes come free a few at a time as the provider answers. On the
@@ -57,7 +58,8 @@ class RayPool:
         self.actors = {
             m.vendor: JudgeActor.options(**options).remote(
                 m, endpoints[m.vendor], config.judge, config.settings(m.vendor), config.seed,
-                _judge_prices(config, m.vendor), m.vendor in own)
+                _judge_prices(config, m.vendor), m.vendor in own,
+                seat_shape(m.judge_model, m.vendor, config.judge, endpoints[m.vendor], config.settings(m.vendor).api))
             for m in judged
         }
         self.elicitor_actors = {

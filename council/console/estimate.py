@@ -34,6 +34,7 @@ def print_estimate(est: Estimate) -> None:
     if len(est.strategies) == 1:
         say(HOW_TO_COMPARE)
     _print_transports(est)
+    _print_reasoning(est.strategies[0])
     if est.unpriced:
         say(f"[yellow]no price[/yellow] for {escape(', '.join(est.unpriced))}: their cost is counted as $0 and "
             "--budget-usd will refuse to run until they are priced")
@@ -87,3 +88,16 @@ def _print_transports(est: Estimate) -> None:
     if unknown:
         say(f"[yellow]no batch price[/yellow] for {escape(', '.join(unknown))} (*): the standard one is assumed"
             + (f"; this run counts {escape(', '.join(est.batch_unpriced))} at it" if est.batch_unpriced else ""))
+
+
+def _print_reasoning(s: StrategyEstimate) -> None:
+    """A line per reasoning judge: its reasoning a vote (measured by the pilot, or its bound), what it costs, and
+    whether it dominates the judge's cost."""
+    for v in s.vendors:
+        if not v.reasoning_per_vote:
+            continue
+        share = v.reasoning_cost_usd / v.cost_run_usd if v.cost_run_usd else 0.0
+        how = "measured by the pilot" if v.reasoning_measured else "at most: its judge.thinking_budget; --pilot N measures it"
+        lead = "[yellow]reasoning dominates[/yellow] " if share > 0.5 else ""
+        say(f"{lead}judge {escape(v.vendor)} ({escape(v.judge_model or '')}): {v.reasoning_per_vote:.0f} reasoning tokens "
+            f"a vote ({how}), ${v.reasoning_cost_usd:.4f}, {100 * share:.0f}% of its cost under {s.name}")

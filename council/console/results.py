@@ -12,7 +12,7 @@ from rich.markup import escape
 from council.console.output import console, num, pairs, pct, points, say, table, usd
 from council.run.runner import RunResult
 from council.run.timings import Timings
-from council.scoring.scoring import WARN_RATE
+from council.scoring.scoring import REASONING_DOMINATES, WARN_RATE
 from council.store.runfolder import MANIFEST
 
 
@@ -43,6 +43,15 @@ def _manifest(result: RunResult) -> dict[str, Any]:
         return {}
 
 
+def _reasoning(judge: dict[str, Any] | None) -> str:
+    """What a reasoning judge's reasoning took of its cost, said beside it (dominated: over half)."""
+    if not judge or not judge.get("reasoning_tokens"):
+        return ""
+    share = judge["reasoning_share_of_cost"]
+    said = "reasoning dominates: " if share > REASONING_DOMINATES else ""
+    return f" ({said}{100 * share:.0f}% reasoning, {judge['reasoning_tokens_per_vote']:.0f} tokens a vote)"
+
+
 def print_cost(s: dict[str, Any], manifest: dict[str, Any]) -> None:
     """What the run cost (a simulated run: what it would have cost on the real providers, since the embedded
     provider reports usage like a real one), in total, per round and per judge vendor; where the prices came
@@ -53,7 +62,8 @@ def print_cost(s: dict[str, Any], manifest: dict[str, Any]) -> None:
     facts += [(f"round {k}", usd(v)) for k, v in s["cost_by_round_usd"].items()]
     if s.get("cost_elicitation_usd"):
         facts.append(("models under test (answers)", usd(s["cost_elicitation_usd"])))
-    facts += [(f"judge {vendor}", usd(v)) for vendor, v in s["cost_by_vendor_usd"].items()]
+    tokens = s.get("judge_tokens") or {}
+    facts += [(f"judge {vendor}", usd(v) + _reasoning(tokens.get(vendor))) for vendor, v in s["cost_by_vendor_usd"].items()]
     prices = manifest.get("prices") or {}
     sources = sorted({p["source"] for p in prices.values() if p})
     if sources:

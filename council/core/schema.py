@@ -164,7 +164,10 @@ class Usage(_Strict):
 class RequestParams(_Strict):
     model: str
     temperature: float
-    max_tokens: int
+    max_tokens: int  # the answer's budget
+    # what the request sent besides its messages, where that was more than these (the id sent, the output bound with
+    # reasoning's room, sampling and reasoning fields): council.transport.shape
+    sent: dict[str, Any] | None = None
 
 
 class JudgeCallRecord(_Strict):

@@ -41,6 +41,7 @@ from council.protocol.prompts import (
 )
 from council.transport.judge import JudgeTask
 from council.transport.quota import estimate_tokens
+from council.transport.shape import reasoning_headroom, reasoning_variant
 from elicitor.prompts import elicit_messages
 
 R = TypeVar("R", JudgeCallRecord, ElicitedRecord)
@@ -195,8 +196,9 @@ class Coordinator:
             stopping.cancel()
 
     async def _elicit(self, task) -> ElicitedRecord:  # noqa: ANN001
-        record = await self._paid(lambda: elicit_messages(task.prompt), self.config.elicit_max_tokens, task.model,
-                                  task.vendor, lambda: self._pool.elicit(task.vendor, task))
+        out = self.config.elicit_max_tokens + reasoning_headroom(task.model, task.vendor, self.config.judge)
+        record = await self._paid(lambda: elicit_messages(task.prompt), out, task.model, task.vendor,
+                                  lambda: self._pool.elicit(task.vendor, task))
         if self._on_elicited is not None:
             self._on_elicited(record)
         return record
@@ -265,7 +267,8 @@ class Coordinator:
                     rubric: str, *, shadow: bool = False, scale: Scale | None = None,
                     scrubbed: dict[str, int] | None = None, after: tuple[str, ...] = ()) -> JudgeCallRecord:
         params = self.config.judge
-        key = request_key(member.judge_model, round_, body, params.temperature, params.max_tokens)
+        key = request_key(member.judge_model, round_, body, params.temperature, params.max_tokens,
+                          reasoning_variant(member.judge_model, member.vendor, params))
         archived = self._archived.get((row.row_id, member.vendor, round_))
         if archived is not None and archived.request_key == key:
             self.served_from_archive += 1
@@ -297,8 +300,10 @@ class Coordinator:
             self.issued += 1
             return self._pool.submit(member.vendor, task)
 
-        return await self._paid(lambda: single_messages(task.round, task.body), self.config.judge.max_tokens,
-                                member.judge_model, member.vendor, send)
+        params = self.config.judge  # a reasoning judge's bound holds its reasoning too
+        out = params.max_tokens + reasoning_headroom(member.judge_model, member.vendor, params)
+        return await self._paid(lambda: single_messages(task.round, task.body), out, member.judge_model,
+                                member.vendor, send)
 
     async def _paid(self, messages: Callable[[], list[dict[str, str]]], max_tokens: int, model: str, vendor: str,
                     call: Callable[[], Awaitable[R]]) -> R:

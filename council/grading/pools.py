@@ -73,7 +73,8 @@ class LocalPool:
         }
         self.elicitors = {
             v: Elicitor(endpoints[v], limiters[v], vendor=v, max_tokens=config.elicit_max_tokens,
-                        prices=_model_prices(config, models, v), seed=config.seed, api=settings[v].api)
+                        prices=_model_prices(config, models, v), seed=config.seed, api=settings[v].api,
+                        params=config.judge)
             for v in dict.fromkeys(config.vendor_of(m) for m in models)
         }
 

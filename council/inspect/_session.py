@@ -187,7 +187,8 @@ class Session:
                                                      on_this_loop=True)
                     url = self._sim.url
                 assert url is not None
-                endpoints = {v: provider_endpoint(url, self.config) for v in self.config.roster_vendors}
+                provider_endpoint(url, self.config)  # refused here if it carries credentials
+                endpoints = {v: self.config.endpoint_of(v, url, self.simulate) for v in self.config.roster_vendors}
                 self._pool = with_batching(LocalPool(self.config, endpoints), self.config, endpoints, self.folder.path)
             found = self._coordinators.get(row.model)
             if found is None:

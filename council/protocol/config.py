@@ -48,6 +48,18 @@ class RetryPolicy(_Frozen):
     breaker_cooldown_s: float = Field(default=30.0, ge=0)
 
 
+def plain_url(value: str) -> str:
+    """A base URL as given, without a trailing slash; ValueError for one that is not http(s) or carries credentials,
+    a query or a fragment."""
+    if not value.startswith(("http://", "https://")):
+        raise ValueError("must start with http:// or https://")
+    parts = urlparse(value)
+    if parts.username or parts.password or parts.query or parts.fragment:
+        raise ValueError("must be a plain base URL: API keys go in the environment variable named by "
+                         "api_key_env (COUNCIL_API_KEY), never in the URL")
+    return value.rstrip("/")
+
+
 class Endpoint(_Frozen):
     """Where a vendor's calls go. The API key is read from the environment variable ``api_key_env`` in
     the process that makes the call; the key itself never enters a config object, a log or a record."""
@@ -56,17 +68,17 @@ class Endpoint(_Frozen):
     api_key_env: str | None = "COUNCIL_API_KEY"
     timeouts: Timeouts = Field(default_factory=Timeouts)
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
+    # gateway: seats' ids are sent as written (OpenRouter style); native: as the provider's own API wants them
+    ids: Literal["gateway", "native"] = "gateway"
+    # the provider's real host when base_url is the embedded provider's stand-in for it (its native routes)
+    real_host: str | None = None
 
-    @field_validator("base_url")
-    @classmethod
-    def _url(cls, value: str) -> str:
-        if not value.startswith(("http://", "https://")):
-            raise ValueError("must start with http:// or https://")
-        parts = urlparse(value)
-        if parts.username or parts.password or parts.query or parts.fragment:
-            raise ValueError("must be a plain base URL: API keys go in the environment variable named by "
-                             "api_key_env (COUNCIL_API_KEY), never in the URL")
-        return value.rstrip("/")
+    @property
+    def host(self) -> str:
+        """The host the endpoint speaks for: the real provider's, the embedded provider standing in for one included."""
+        return self.real_host or urlparse(self.base_url).hostname or ""
+
+    _url = field_validator("base_url")(lambda value: plain_url(value))
 
     def api_key(self) -> str:
         key = os.environ.get(self.api_key_env) if self.api_key_env else None
@@ -88,7 +100,15 @@ class Limits(BaseModel):
 
 
 class VendorSettings(_Frozen):
-    """A vendor account: its limits (0 = unlimited or unknown), batching ceiling and prices."""
+    """A vendor account: its limits (0 = unlimited or unknown), batching ceiling and prices, and, where the vendor is
+    asked at its own API rather than through the run's gateway (``--provider-url``), its endpoint."""
+
+    # the vendor's own API (https://api.openai.com/v1, https://api.anthropic.com/v1, ...): unset, the run's provider
+    base_url: str | None = None
+    api_key_env: str | None = None  # the variable holding that API's key (unset: COUNCIL_API_KEY)
+    # how seats' ids are sent: gateway = as written (OpenRouter style), native = as the provider's own API wants them
+    # (claude-sonnet-4-5); unset: native at the vendor's own base_url, gateway through the run's provider
+    model_ids: Literal["gateway", "native"] | None = None
 
     rpm: float = Field(default=0.0, ge=0.0)
     tpm: float = Field(default=0.0, ge=0.0)
@@ -116,10 +136,17 @@ class VendorSettings(_Frozen):
     def limits(self) -> Limits:
         return Limits(rpm=self.rpm, tpm=self.tpm, concurrency=self.concurrency)
 
+    _url = field_validator("base_url")(lambda value: None if value is None else plain_url(value))
+
 
 class JudgeParams(_Frozen):
-    temperature: float = 0.0
-    max_tokens: int = Field(default=256, ge=16)
+    temperature: float = 0.0  # sent only to a model that takes it (not to a reasoning model that refuses it)
+    max_tokens: int = Field(default=256, ge=16)  # the answer's budget; a reasoning model gets thinking_budget on top
+    # reasoning: auto = as the model does by default; on = also where it is optional (Claude's extended thinking);
+    # off = not where it can be turned off (council.transport.shape)
+    reasoning: Literal["auto", "on", "off"] = "auto"
+    reasoning_effort: Literal["minimal", "low", "medium", "high"] = "low"  # for models that take an effort
+    thinking_budget: int = Field(default=1024, ge=0)  # reasoning tokens allowed per request on top of the answer
     containment: bool = True  # audit only (like --no-self-exclusion): False sends the unfenced judge-v1 layout
     # judge-v3: round two as the next turn of round one's conversation, so a provider's prompt cache serves
     # round one's part of it; judge-v2: round two as one new message (kept for comparability with older runs)
@@ -188,6 +215,23 @@ class CouncilConfig(_Frozen):
 
     def settings(self, vendor: str) -> VendorSettings:
         return self.vendors.get(vendor) or VendorSettings()
+
+    def endpoint_of(self, vendor: str, provider_url: str, embedded: bool = False) -> Endpoint:
+        """Where ``vendor``'s calls go: its own API (``vendors.<v>.base_url``) with its key variable and native ids,
+        else ``provider_url`` (the run's gateway) with the seats' ids as written; with the run's timeouts and retry
+        policy. On the ``embedded`` provider a vendor's own API is the embedded provider's stand-in for that host
+        (``<provider>/<host>/<path>``: ``http://127.0.0.1:8000/api.openai.com/v1``), which plays its rules."""
+        s = self.settings(vendor)
+        common = {"timeouts": self.timeouts, "retry": self.retry}
+        if s.base_url is None:
+            return Endpoint(base_url=provider_url, ids=s.model_ids or "gateway", **common)
+        ids = s.model_ids or "native"
+        if embedded:
+            own = urlparse(s.base_url)
+            root = provider_url.removesuffix("/v1")
+            return Endpoint(base_url=f"{root}/{own.hostname}{own.path}".rstrip("/"), api_key_env=None, ids=ids,
+                            real_host=own.hostname, **common)
+        return Endpoint(base_url=s.base_url, api_key_env=s.api_key_env or "COUNCIL_API_KEY", ids=ids, **common)
 
     def transport_of(self, vendor: str) -> Literal["sync", "batch"]:
         """How ``vendor``'s votes are sent: its own setting, else the run's."""

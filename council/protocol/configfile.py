@@ -173,7 +173,14 @@ COMMENTS: dict[str, str] = {
     "seed": "seeds peer letters, the batch audit's sample, the bootstrap and the embedded provider's world",
     "judge": "every judge call",
     "judge.temperature": "sampling temperature",
-    "judge.max_tokens": "output bound of a one-row answer",
+    "judge.max_tokens": "output bound of a one-row answer (a reasoning model gets thinking_budget on top)",
+    "judge.reasoning": "\"auto\": as the model does by default (gpt-5, o-series and Gemini 2.5 Pro reason, Claude "
+                       "does not); \"on\": also where it is optional (Claude's extended thinking); \"off\": not "
+                       "where it can be turned off",
+    "judge.reasoning_effort": "reasoning_effort for models that take one (minimal, low, medium, high; the nearest "
+                              "the model accepts)",
+    "judge.thinking_budget": "reasoning tokens a request may spend on top of its answer: Gemini's thinking budget, "
+                             "Claude's budget_tokens, room in the bound of an effort model",
     "judge.containment": "fence the graded text as data (false only as an audit: the unfenced judge-v1 layout)",
     "judge.prompt_version": "judge-v3: round two continues round one's conversation, so a provider's prompt cache "
                             "serves round one's part; judge-v2: round two as one new message (older runs)",
@@ -204,6 +211,10 @@ COMMENTS: dict[str, str] = {
     "honesty.confident_wrong_penalty": "cost of a wrong answer stated with confidence >= confident_at",
     "honesty.confident_at": "stated confidence from which a wrong answer is confident",
     "vendors": "per vendor account (a vendor not listed has the defaults shown): limits, batching, prices",
+    "vendors.base_url": "the vendor's own API (unset: the run's --provider-url, a gateway)",
+    "vendors.api_key_env": "the environment variable holding that API's key (unset: COUNCIL_API_KEY)",
+    "vendors.model_ids": "\"native\": seats' ids sent as the provider's API names them (claude-sonnet-4-5); "
+                         "\"gateway\": as written (anthropic/claude-sonnet-4.5); unset: native at base_url",
     "vendors.rpm": "requests per minute (0: unlimited)",
     "vendors.tpm": "tokens per minute (0: unlimited)",
     "vendors.concurrency": "requests in flight at once (shared by every process drawing on the vendor's quota)",
@@ -241,7 +252,8 @@ _EXAMPLE_VALUES: dict[str, Any] = {
     "vendor_map": {"acme/our-model-7b": "meta"},
     "model_prices": {"openai/gpt-4.1-mini": (0.4, 1.6)},
 }
-_EXAMPLE_VENDOR = ("openai", VendorSettings(rpm=5000, tpm=2_000_000, concurrency=64, max_batch=8, price_in_per_mtok=1.25,
+_EXAMPLE_VENDOR = ("openai", VendorSettings(base_url="https://api.openai.com/v1", api_key_env="OPENAI_API_KEY",
+                                            model_ids="native", rpm=5000, tpm=2_000_000, concurrency=64, max_batch=8, price_in_per_mtok=1.25,
                                             price_out_per_mtok=10.0, transport="sync"))
 
 
@@ -278,11 +290,13 @@ def _scalars(model: BaseModel, prefix: str, commented: bool = False) -> list[str
             for name in type(model).model_fields]
 
 
-def example_toml() -> str:
+def example_toml(layout: str = "gateway") -> str:
     """A complete configuration in TOML, every field at its default with a comment saying what it does; it loads
     back to exactly ``CouncilConfig()``. Tables the defaults leave empty (``vendors``, ``model_prices``,
-    ``vendor_map``) show an example, commented out."""
-    config = CouncilConfig()
+    ``vendor_map``) show an example, commented out. With ``layout="native"`` each seat's vendor is asked at its
+    own API (``vendors.<v>.base_url``, its key variable, its wire format; :data:`~council.protocol.capabilities.OWN_APIS`)
+    with its native ids, instead of every vendor through one gateway (``--provider-url``)."""
+    config = CouncilConfig() if layout == "gateway" else native_layout(CouncilConfig())
     head = [
         "# grading-council configuration (TOML). Every value below is the default: keep only what you change.",
         "# Use it with --config FILE. Environment variables override it: COUNCIL_<FIELD> (COUNCIL_QUORUM=4) and",
@@ -300,6 +314,10 @@ def example_toml() -> str:
             tables += ["", *_wrapped(_comment(name)), f"[{name}]", *_scalars(value, f"{name}.")]
         elif isinstance(value, dict):
             tables += ["", *_wrapped(_comment(name)), f"[{name}]"]
+            if name == "vendors" and value:
+                tables.pop()
+                tables += _vendor_tables(config)
+                continue
             if name == "vendors":
                 vendor, settings = _EXAMPLE_VENDOR
                 tables += [f"# [vendors.{vendor}]", *_scalars(settings, "vendors.", commented=True)]
@@ -315,6 +333,34 @@ def example_toml() -> str:
         lines = _scalars(member, "roster.")
         roster += ["[[roster]]", *(lines if k == 0 else [line.partition("  # ")[0] for line in lines]), ""]
     return "\n".join([*head, *scalars, *tables, *roster]).rstrip("\n") + "\n"
+
+
+def native_layout(config: CouncilConfig) -> CouncilConfig:
+    """``config`` with every seat's vendor asked at its own API (:data:`OWN_APIS`), native ids."""
+    from council.protocol.capabilities import OWN_APIS
+
+    vendors = dict(config.vendors)
+    for m in config.roster:
+        if m.vendor in OWN_APIS:
+            url, key, api, _ = OWN_APIS[m.vendor]
+            vendors[m.vendor] = config.settings(m.vendor).model_copy(
+                update={"base_url": url, "api_key_env": key, "api": api, "cache_breakpoints": api == "anthropic"})
+    return config.model_copy(update={"vendors": vendors})
+
+
+def _vendor_tables(config: CouncilConfig) -> list[str]:
+    """The vendors of a native layout: each its endpoint, key variable and wire format, and the id it is sent."""
+    from council.protocol.capabilities import OWN_APIS, native_id
+
+    seats = {m.vendor: m.judge_model for m in config.roster}
+    lines = []
+    for vendor, s in config.vendors.items():
+        page = OWN_APIS[vendor][3] if vendor in OWN_APIS else ""
+        lines += ["", f"# {seats.get(vendor, vendor)} is sent as {native_id(seats.get(vendor, vendor), vendor)!r}"
+                      f" ({page})", f"[vendors.{vendor}]",
+                  *(f"{name} = {toml_value(getattr(s, name))}  # {_comment('vendors.' + name)}"
+                    for name in ("base_url", "api_key_env", "api", "cache_breakpoints"))]
+    return lines
 
 
 def _wrapped(text: str) -> list[str]:

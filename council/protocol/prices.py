@@ -97,6 +97,20 @@ def _table_model(model: str, vendor: str, now: datetime) -> tuple[str, ModelInfo
     return None
 
 
+def table_model_id(name: str, vendor: str) -> str | None:
+    """The id of the maker's own entry for ``name`` in the table (the provider's API id: ``claude-sonnet-4.5`` is
+    ``claude-sonnet-4-5``), or ``None`` when the maker's provider does not list it."""
+    from genai_prices import data_snapshot
+
+    if vendor not in PROVIDERS:
+        return None
+    try:
+        _, info = data_snapshot.get_snapshot().find_provider_model(name, None, PROVIDERS[vendor], None)
+    except LookupError:
+        return None
+    return info.id
+
+
 def _has_variant(info: ModelInfo, context: dict[str, str], now: datetime) -> bool:
     """Whether the table lists per-token rates of ``info`` for ``context`` in force at ``now``: without one,
     ``get_prices`` with that context answers the standard rates, which must not pass for the variant's."""

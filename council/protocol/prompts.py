@@ -371,11 +371,13 @@ def rubric_hash(item: BankItem) -> str:
     return _sha(rubric_for(item) + (scale_line(item.scale) if item.scale else ""))
 
 
-def request_key(judge_model: str, round_: int, body: str, temperature: float, max_tokens: int) -> str:
-    """Everything that determines a vote's request, hashed: a resumed run recognises what it has paid for."""
-    return hashlib.sha256("\x1f".join(
-        (body_version(body), prompt_hash(round_, body), judge_model, str(round_), repr(float(temperature)),
-         str(max_tokens), body)).encode()).hexdigest()[:32]
+def request_key(judge_model: str, round_: int, body: str, temperature: float, max_tokens: int,
+                variant: str = "") -> str:
+    """Everything that determines a vote's request, hashed: a resumed run recognises what it has paid for.
+    ``variant`` is the seat's reasoning settings where its model reasons (``council.transport.shape``)."""
+    parts = (body_version(body), prompt_hash(round_, body), judge_model, str(round_), repr(float(temperature)),
+             str(max_tokens), body, *((variant,) if variant else ()))
+    return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:32]
 
 
 @dataclass(frozen=True, slots=True)

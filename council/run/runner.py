@@ -152,6 +152,7 @@ async def run_council(
     if req.backend not in BACKENDS:
         raise ConfigError(f"unknown backend {req.backend!r}; choose one of {', '.join(BACKENDS)}")
     check_budget(req.config, req.models)
+    check_shapes(req.config)
     _check_shards(req.shards, req.backend, req.models, req.reuse_from, req.config)
     if req.provider_url is not None:
         provider_endpoint(req.provider_url)  # a bad URL is refused before anything is written
@@ -382,9 +383,10 @@ async def _grade(
     reusable: dict[str, tuple[str, JudgeCallRecord]], backend: str, hooks: RunHooks, shards: int,
     elicited: dict[str, ElicitedRecord], audited: set[VoteKey], stop: StopControl, log: Any,
 ) -> Outcome:
-    endpoint = provider_endpoint(provider_url, config)
+    provider_endpoint(provider_url, config)  # the run's provider URL, refused here if it carries credentials
     models = manifest.models
-    endpoints = {v: endpoint for v in [*config.roster_vendors, *(config.vendor_of(m) for m in models)]}
+    endpoints = {v: config.endpoint_of(v, provider_url, embedded)
+                 for v in [*config.roster_vendors, *(config.vendor_of(m) for m in models)]}
     log.info("run.start", rows=info.rows, backend=backend, shards=shards,
              provider="embedded" if embedded else provider_url,
              archived_votes=len(archived) if archived is not None else None, resumed=bool(manifest.resumes))
@@ -590,6 +592,17 @@ def provider_endpoint(url: str, config: CouncilConfig | None = None) -> Endpoint
         return Endpoint(base_url=url, timeouts=config.timeouts, retry=config.retry)
     except ValidationError as exc:
         raise ConfigError(f"--provider-url {validation_problems(exc)}") from None
+
+
+def check_shapes(config: CouncilConfig) -> None:
+    """A seat whose requests its provider would refuse whatever the prompt (a thinking budget outside the model's
+    range: :func:`council.transport.shape.shape_for`) is refused before anything is written or sent."""
+    from council.transport.shape import seat_shape
+
+    problems = [f"seat {m.vendor}: {p}" for m in config.roster for p in seat_shape(
+        m.judge_model, m.vendor, config.judge, Endpoint(base_url="http://127.0.0.1/v1")).problems]
+    if problems:
+        raise ConfigError(f"{'; '.join(problems)} (`council check` shows every seat)")
 
 
 def check_budget(config: CouncilConfig, models: list[str]) -> None:

@@ -44,6 +44,9 @@ class Counters:
     cost_usd: float = 0.0
     cost_by_round: Counter[int] = field(default_factory=Counter)  # round -> USD (shadow and audit votes: their round)
     cost_by_vendor: Counter[str] = field(default_factory=Counter)  # judge vendor (member) -> USD
+    # judge vendor (member) -> paid votes and their prompt, completion and reasoning tokens (reasoning is part of
+    # completion, as providers bill it)
+    tokens_by_vendor: dict[str, Counter[str]] = field(default_factory=dict)
     reasked_requests: set[str] = field(default_factory=set)
     member_votes: Counter[str] = field(default_factory=Counter)
     member_status: dict[str, Counter[str]] = field(default_factory=dict)  # member -> parse status -> votes
@@ -76,6 +79,12 @@ class Counters:
         self.cost_usd += cost
         self.cost_by_round[rec["round"]] += cost
         self.cost_by_vendor[rec["member"]] += cost
+        usage = rec.get("usage") or {}
+        tokens = self.tokens_by_vendor.setdefault(rec["member"], Counter())
+        tokens["votes"] += 1
+        tokens["batched_votes"] += rec.get("batch_id") is not None
+        for name in ("prompt_tokens", "completion_tokens", "reasoning_tokens"):
+            tokens[name] += usage.get(name) or 0
 
 
 @dataclass

@@ -411,14 +411,45 @@ def elicitation(records: list[ElicitedRecord]) -> dict[str, Any]:
     return out
 
 
-def costs(counters: Counters, elicited: list[ElicitedRecord]) -> dict[str, Any]:
+def costs(counters: Counters, elicited: list[ElicitedRecord], output_rates: dict[str, float] | None = None
+          ) -> dict[str, Any]:
     """What the run cost (what a simulated run would have cost on the real providers): the total, and its
-    judging part by round and by judge vendor, each of which adds up, with the elicitation, to the total."""
+    judging part by round and by judge vendor, each of which adds up, with the elicitation, to the total; and per
+    judge vendor its paid votes' tokens (``judge_tokens``, :func:`judge_tokens`)."""
     elicitation = sum(r.cost_usd for r in elicited)
     return {"cost_usd": round(counters.cost_usd + elicitation, 6),
             "cost_by_round_usd": {str(k): round(counters.cost_by_round[k], 6) for k in (1, 2)},
             "cost_by_vendor_usd": {v: round(c, 6) for v, c in sorted(counters.cost_by_vendor.items())},
-            "cost_elicitation_usd": round(elicitation, 6)}
+            "cost_elicitation_usd": round(elicitation, 6),
+            "judge_tokens": judge_tokens(counters, output_rates or {})}
+
+
+REASONING_DOMINATES = 0.5  # a judge whose reasoning is over this share of its cost is said to be dominated by it
+
+
+def judge_tokens(counters: Counters, output_rates: dict[str, float]) -> dict[str, dict[str, Any]]:
+    """Per judge vendor: paid votes, their prompt, completion and reasoning tokens (reasoning is part of completion),
+    reasoning and cost per vote, and the reasoning's cost (its tokens at the judge's output rate, ``output_rates``
+    in USD per million, the batch rate for batched votes being at most that) and share of the judge's cost."""
+    out = {}
+    for vendor, t in sorted(counters.tokens_by_vendor.items()):
+        votes, cost = t["votes"], counters.cost_by_vendor[vendor]
+        reasoning_usd = t["reasoning_tokens"] * output_rates.get(vendor, 0.0) / 1e6
+        out[vendor] = {
+            "votes": votes, "prompt_tokens": t["prompt_tokens"], "completion_tokens": t["completion_tokens"],
+            "reasoning_tokens": t["reasoning_tokens"],
+            "reasoning_tokens_per_vote": round(t["reasoning_tokens"] / votes, 3) if votes else 0.0,
+            "cost_per_vote_usd": round(cost / votes, 9) if votes else 0.0,
+            "reasoning_cost_usd": round(min(reasoning_usd, cost), 6),
+            "reasoning_share_of_cost": round(min(1.0, reasoning_usd / cost), 6) if cost else 0.0,
+        }
+    return out
+
+
+def _output_rates(manifest: Any) -> dict[str, float]:
+    """Each seat's output rate in USD per million tokens, as the manifest recorded its price (0 when unpriced)."""
+    prices = manifest.prices or {}
+    return {m.vendor: float((prices.get(m.judge_model) or {}).get("output_mtok") or 0.0) for m in manifest.roster}
 
 
 def rescore(folder: RunFolder) -> dict[str, Any]:
@@ -445,7 +476,7 @@ def rescore(folder: RunFolder) -> dict[str, Any]:
         summary["elicitation"] = elicitation(elicited)
         summary["diagnostics"]["warnings"] += [
             f"model {m} truncated" for m, e in summary["elicitation"].items() if e["truncated_rate"] > WARN_RATE]
-    summary.update(costs(arrays.counters, elicited))
+    summary.update(costs(arrays.counters, elicited, _output_rates(manifest)))
     folder.write_lines(VERDICTS, verdicts)
     folder.write_json(SUMMARY, summary)
     write_scores(folder.path)  # scores.csv, scores.parquet, leaderboard.csv: the same results for data tools

@@ -27,7 +27,12 @@ simulated judges then grade those answers against the truth; ``SimServer.answers
 
 The same answers are served through Anthropic's native Messages API (``POST /v1/messages``,
 ``council.sim._messages``) and through both providers' batch APIs (OpenAI's ``/v1/files`` + ``/v1/batches``,
-Anthropic's ``/v1/messages/batches``; ``council.sim._batches``), in their documented shapes.
+Anthropic's ``/v1/messages/batches``; ``council.sim._batches``), in their documented shapes, and through each
+provider's own API under a prefix naming its host (``/api.openai.com/v1``, ``/api.anthropic.com/v1``,
+``/generativelanguage.googleapis.com/v1beta/openai``, ...; ``council.sim._hosts``), native ids only. With
+``SimConfig.api_rules`` (the default) each maker's documented request rules apply (``council.sim._apis``,
+listed with the pages they follow in ``docs/sim-config.md``): reasoning models refuse the parameters their API
+refuses, and their reasoning comes out of the output cap and is billed as output.
 """
 
 from council.sim._config import ModelBehaviour, ProbeProfile, SimConfig, VendorBehaviour

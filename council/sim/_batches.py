@@ -1,4 +1,5 @@
-"""Both providers' batch APIs on the embedded provider, in their documented shapes.
+"""Both providers' batch APIs on the embedded provider, in their documented shapes: OpenAI's routes and the store
+and clock both share.
 
 OpenAI (``Authorization: Bearer``): ``POST /v1/files`` (multipart, ``purpose=batch``, at most 200 MB), ``GET
 /v1/files/{id}`` and ``/v1/files/{id}/content``; ``POST /v1/batches`` (``input_file_id``, ``endpoint``
@@ -14,12 +15,7 @@ never answered (``"response": null, "error": {"code": "batch_expired" | "batch_c
 ``request_counts.completed`` and ``failed`` count the answered requests (200 / error status) as they are
 answered; the expired and cancelled ones are in neither.
 
-Anthropic (``x-api-key`` and ``anthropic-version``): ``POST /v1/messages/batches`` (``requests: [{custom_id,
-params}]``, custom ids ``^[a-zA-Z0-9_-]{1,64}$`` and unique, at most 100,000 requests and 256 MB, else 400 or
-413), ``GET /v1/messages/batches/{id}``, ``POST .../{id}/cancel``, ``GET .../{id}/results`` (JSONL of
-``{"custom_id", "result"}``, once ended), ``GET /v1/messages/batches`` (``limit``, ``after_id``, ``before_id``).
-As Anthropic documents it, ``request_counts`` shows every request ``processing`` until the batch ends, and each
-request's ``params`` are checked when it is processed (a bad one is ``errored`` with ``invalid_request_error``).
+Anthropic's Message Batches API (``/v1/messages/batches``) is ``council.sim._message_batches``, on the same store.
 
 Time: a batch ends ``SimConfig.batch_completion_s`` after its creation, on the provider's clock; in between its
 requests are answered one by one, evenly spread, in a seeded order that is not the request order (the order of
@@ -37,6 +33,10 @@ unfinished batches (OpenAI: ``failed`` with ``token_limit_exceeded``; Anthropic:
 A create may answer ``SimConfig.batch_reply_delay_s`` after the batch is made (a slow answer: a client that dies
 meanwhile never hears of a batch that exists).
 
+Both APIs are served on the gateway and on their provider's own host (``/api.openai.com/v1/...``,
+``/api.anthropic.com/v1/messages/batches...``, ``council.sim._hosts``), one store for all: a batch's requests are
+answered with the face of the host it was created on (native ids only there, and on Anthropic's API everywhere).
+
 Batches and files live in this process's memory: a provider restart loses them all, which a real provider
 never does (a client that resumes after restarting the provider finds its batches unknown, 404).
 """
@@ -46,28 +46,22 @@ from __future__ import annotations
 import asyncio
 import itertools
 import random
-import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import Any
 
 import orjson
 from aiohttp import web
 
-from council.sim._messages import MESSAGES, anthropic_headers_refusal, read_params, refusal
-from council.sim._server import (
-    CHAT, STATE, Face, Parsed, Work, _authorized, _BadBody, _error, _est_tokens, _json, _State,
-    _UNAUTHORIZED, bill, read_body, receive,
-)
+from council.sim._faces import CHAT, Face
+from council.sim._messages import read_params
+from council.sim._server import STATE, Work, _State, bill, face_of, receive
+from council.sim._wire import Parsed, _authorized, _BadBody, _error, _est_tokens, _json, _UNAUTHORIZED, read_body
 
 OPENAI_MAX_LINES = 50_000
 OPENAI_MAX_BYTES = 200 * 1024 * 1024
-ANTHROPIC_MAX_REQUESTS = 100_000
-ANTHROPIC_MAX_BYTES = 256 * 1024 * 1024
 _ENDPOINT = "/v1/chat/completions"
-_CUSTOM_ID = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 _DAY_S = 24 * 3600
 _MAX_LISTED_ERRORS = 100
 
@@ -82,6 +76,7 @@ class _Batch:
     bodies: list[Any]  # chat bodies (OpenAI) or params (Anthropic)
     created: float  # on the provider's clock
     rng: random.Random
+    face: Face = CHAT  # the face its requests are answered with (the host it was created on)
     order: list[int] = field(default_factory=list)
     queued: dict[str, int] = field(default_factory=dict)  # vendor -> prompt tokens enqueued
     expire_after: int | None = None  # the expiry fault: requests done before the batch expires
@@ -158,8 +153,7 @@ class BatchStore:
 
     def _produce(self, b: _Batch, i: int) -> None:
         custom_id = b.custom_ids[i]
-        face: Face = CHAT if b.api == "openai" else MESSAGES
-        status, body = self._answer(b, custom_id, b.bodies[i], face)
+        status, body = self._answer(b, custom_id, b.bodies[i], b.face)
         if status != 200:
             b.failed_answers += 1
         if b.api == "anthropic":
@@ -229,9 +223,10 @@ class BatchStore:
         vendors = []
         for raw in bodies:
             try:
-                model, messages, _, _ = read(raw)
+                parsed = read(raw)
             except _BadBody:
                 continue
+            model, messages = parsed.model, parsed.messages
             vendor = self.st.world.vendor(model)
             if vendor is not None:
                 vendors.append(vendor)
@@ -298,17 +293,7 @@ def _openai_store(request: web.Request) -> BatchStore | web.Response:
     """The provider's files and batches, brought up to now, or the refusal of a request without a key."""
     if not _authorized(request):
         return _error(*_UNAUTHORIZED)
-    store = request.app[BATCHES]
-    store.catch_up()
-    return store
-
-
-def _anthropic_store(request: web.Request) -> BatchStore | web.Response:
-    """The provider's batches, brought up to now, or the refusal of a request without a key or a version."""
-    refused = anthropic_headers_refusal(request)
-    if refused is not None:
-        return refused
-    store = request.app[BATCHES]
+    store = request.config_dict[BATCHES]
     store.catch_up()
     return store
 
@@ -394,7 +379,7 @@ def _check_lines(data: bytes) -> tuple[list[str], list[Any], str | None, list[di
 async def _upload(request: web.Request) -> web.Response:
     if not _authorized(request):
         return _error(*_UNAUTHORIZED)
-    store = request.app[BATCHES]
+    store = request.config_dict[BATCHES]
     try:
         reader = await request.multipart()
     except (ValueError, AssertionError):
@@ -462,6 +447,7 @@ async def _create_batch(request: web.Request) -> web.Response:
                       "input_file_id")
     custom_ids, bodies, model, errors = _check_lines(got[1])
     b = store.new_batch("openai", "batch_sim", custom_ids, [] if errors else bodies, read_body)
+    b.face = face_of(request)
     b.input_file_id, b.metadata, b.model = got[0]["id"], metadata, model
     if not errors and b.refused:
         errors = [_line_error("server_error", "The batch could not be validated; please try again.", None)]
@@ -501,7 +487,7 @@ def _openai_batch(request: web.Request) -> _Batch | web.Response:
 
 async def _get_batch(request: web.Request) -> web.Response:
     got = _openai_batch(request)
-    return got if isinstance(got, web.Response) else _json(_openai_view(request.app[BATCHES], got))
+    return got if isinstance(got, web.Response) else _json(_openai_view(request.config_dict[BATCHES], got))
 
 
 async def _cancel_batch(request: web.Request) -> web.Response:
@@ -510,7 +496,7 @@ async def _cancel_batch(request: web.Request) -> web.Response:
         return got
     if got.end is not None:
         return _error(400, f"Cannot cancel a batch with status '{got.end}'.", "invalid_request_error")
-    store = request.app[BATCHES]
+    store = request.config_dict[BATCHES]
     store.cancel(got)
     return _json(_openai_view(store, got))
 
@@ -529,128 +515,17 @@ async def _list_batches(request: web.Request) -> web.Response:
                   "last_id": data[-1]["id"] if data else None, "has_more": more})
 
 
-# ---- Anthropic: message batches ---------------------------------------------------------------------------
-
-
-def _rfc3339(store: BatchStore, t: float | None) -> str | None:
-    if t is None:
-        return None
-    return datetime.fromtimestamp(store.epoch(t), tz=timezone.utc).isoformat().replace("+00:00", "Z")
-
-
-def _anthropic_view(request: web.Request, store: BatchStore, b: _Batch) -> dict[str, Any]:
-    """``b`` as an ``anthropic.types.messages.MessageBatch``."""
-    counts = {"processing": len(b.bodies), "succeeded": 0, "errored": 0, "canceled": 0, "expired": 0}
-    if b.end is not None:
-        counts["processing"] = 0
-        for line in b.answered:
-            counts[line["result"]["type"]] += 1
-    status = "ended" if b.end is not None else ("canceling" if b.cancel_at is not None else "in_progress")
-    results_url = f"{request.url.origin()}/v1/messages/batches/{b.id}/results" if b.end is not None else None
-    return {
-        "id": b.id, "type": "message_batch", "processing_status": status, "request_counts": counts,
-        "created_at": _rfc3339(store, b.created), "ended_at": _rfc3339(store, b.ended),
-        "expires_at": _rfc3339(store, b.created + _DAY_S), "cancel_initiated_at": _rfc3339(store, b.cancel_at),
-        "archived_at": None, "results_url": results_url,
-    }
-
-
-def _check_requests(body: Any) -> tuple[list[str], list[Any]] | str:
-    """The custom ids and params of a batch's requests, or what is wrong with them."""
-    requests = body.get("requests") if isinstance(body, dict) else None
-    if not isinstance(requests, list) or not requests:
-        return "requests: at least one request is required"
-    if len(requests) > ANTHROPIC_MAX_REQUESTS:
-        return f"requests: at most {ANTHROPIC_MAX_REQUESTS} requests are allowed, got {len(requests)}"
-    custom_ids, params, seen = [], [], set()
-    for i, r in enumerate(requests):
-        cid = r.get("custom_id") if isinstance(r, dict) else None
-        if not isinstance(cid, str) or not _CUSTOM_ID.fullmatch(cid):
-            return f"requests.{i}.custom_id: must match ^[a-zA-Z0-9_-]{{1,64}}$"
-        if cid in seen:
-            return f"requests.{i}.custom_id: {cid!r} is used by an earlier request; custom ids must be unique"
-        if not isinstance(r.get("params"), dict):
-            return f"requests.{i}.params: Field required"
-        seen.add(cid)
-        custom_ids.append(cid)
-        params.append(r["params"])
-    return custom_ids, params
-
-
-async def _create_message_batch(request: web.Request) -> web.Response:
-    store = _anthropic_store(request)
-    if isinstance(store, web.Response):
-        return store
-    raw = await _read_capped(request.content.read, ANTHROPIC_MAX_BYTES)
-    if raw is None:
-        return refusal(413, "request_too_large", f"A batch may be at most {ANTHROPIC_MAX_BYTES // 2**20} MB.")
-    try:
-        body = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        body = None
-    checked = _check_requests(body)
-    if isinstance(checked, str):
-        return refusal(400, "invalid_request_error", checked)
-    b = store.new_batch("anthropic", "msgbatch_sim", *checked, read_params)
-    vendor = store.over_queue(b)
-    if vendor is not None:
-        return refusal(429, "rate_limit_error", f"This batch would exceed the {vendor} batch queue "
-                                f"limit of enqueued tokens.")
-    store.batches[b.id] = b
-    await _slow_reply(store)
-    return _json(_anthropic_view(request, store, b))
-
-
-def _message_batch(request: web.Request) -> _Batch | web.Response:
-    b = _batch_of(request, _anthropic_store(request), "anthropic")
-    if b is None:
-        return refusal(404, "not_found_error", f"message_batch: {request.match_info['batch_id']}")
-    return b
-
-
-async def _get_message_batch(request: web.Request) -> web.Response:
-    got = _message_batch(request)
-    return got if isinstance(got, web.Response) else _json(_anthropic_view(request, request.app[BATCHES], got))
-
-
-async def _cancel_message_batch(request: web.Request) -> web.Response:
-    got = _message_batch(request)
-    if isinstance(got, web.Response):
-        return got
-    store = request.app[BATCHES]
-    if got.end is None:
-        store.cancel(got)
-    return _json(_anthropic_view(request, store, got))
-
-
-async def _message_batch_results(request: web.Request) -> web.Response:
-    got = _message_batch(request)
-    if isinstance(got, web.Response):
-        return got
-    if got.end is None:
-        return refusal(400, "invalid_request_error", f"Message Batch {got.id} has not yet ended.")
-    return web.Response(body=_jsonl(got.answered), content_type="application/binary")
-
-
-async def _list_message_batches(request: web.Request) -> web.Response:
-    store = _anthropic_store(request)
-    if isinstance(store, web.Response):
-        return store
-    limit = _limit(request, 1000)
-    if limit is None:
-        return refusal(400, "invalid_request_error", "limit: must be an integer from 1 to 1000")
-    newest = [b for b in reversed(store.batches.values()) if b.api == "anthropic"]
-    page, more = _page(newest, limit, request.query.get("after_id"), request.query.get("before_id"), lambda b: b.id)
-    data = [_anthropic_view(request, store, b) for b in page]
-    return _json({"data": data, "has_more": more, "first_id": data[0]["id"] if data else None,
-                  "last_id": data[-1]["id"] if data else None})
-
-
 def add_routes(app: web.Application) -> None:
-    """The routes of both batch APIs, on a store of their own that the stats bring up to date first."""
+    """The store of both batch APIs (Anthropic's routes: ``council.sim._message_batches``), which the stats bring up
+    to date first, and OpenAI's routes."""
     st = app[STATE]
     store = app[BATCHES] = BatchStore(st)
     st.before_stats.append(store.catch_up)
+    add_openai_routes(app)
+
+
+def add_openai_routes(app: web.Application) -> None:
+    """OpenAI's files and batches (on the main application or a host's, which shares the main one's store)."""
     app.router.add_post("/v1/files", _upload)
     app.router.add_get("/v1/files/{file_id}", _file)
     app.router.add_get("/v1/files/{file_id}/content", _file_content)
@@ -658,8 +533,3 @@ def add_routes(app: web.Application) -> None:
     app.router.add_get("/v1/batches", _list_batches)
     app.router.add_get("/v1/batches/{batch_id}", _get_batch)
     app.router.add_post("/v1/batches/{batch_id}/cancel", _cancel_batch)
-    app.router.add_post("/v1/messages/batches", _create_message_batch)
-    app.router.add_get("/v1/messages/batches", _list_message_batches)
-    app.router.add_get("/v1/messages/batches/{batch_id}", _get_message_batch)
-    app.router.add_post("/v1/messages/batches/{batch_id}/cancel", _cancel_message_batch)
-    app.router.add_get("/v1/messages/batches/{batch_id}/results", _message_batch_results)

@@ -6,12 +6,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from council.core.files import model_from_file
 from council.sim._world import World, world_with
 
 _Rate = Field(ge=0.0, le=1.0)
+REASONING_MEANS: dict[str, int] = {"minimal": 40, "low": 300, "medium": 900, "high": 2500, "budget": 600,
+                                   "dynamic": 3000}
+"""The default ``VendorBehaviour.reasoning_means`` (not sourced: plausible orders of magnitude, dynamic thinking
+large enough that a 256-token cap leaves no answer)."""
 
 
 class VendorBehaviour(BaseModel):
@@ -99,7 +103,19 @@ class VendorBehaviour(BaseModel):
     batch_drop_rate: float = Field(default=0.0, ge=0.0, le=1.0)
     """In a batched reply, P(leaving a row's entry out of the verdicts array); drawn per row from its content."""
     rate_limit_headers: bool = True
-    """Send ``x-ratelimit-*`` headers; when False, a 200 carries none and a 429 only ``retry-after``."""
+    """Send rate-limit headers in the vendor's own names (the gateway and OpenAI-style hosts ``x-ratelimit-*``,
+    Anthropic's face ``anthropic-ratelimit-*``; Gemini's host sends none, its 429 body says when to come back);
+    when False, a 200 carries none and a 429 only ``retry-after``."""
+    overloaded_rate: float = Field(default=0.0, ge=0.0, le=1.0)
+    """P(HTTP 529 ``overloaded_error`` on Anthropic's face, the Messages API: ``{"type": "error", "error": {"type":
+    "overloaded_error", "message": "Overloaded"}}``, as https://docs.anthropic.com/en/api/errors documents it); drawn
+    before the quota, so no quota is used, and not billed."""
+    reasoning_means: dict[Literal["minimal", "low", "medium", "high", "budget", "dynamic"], int] = Field(
+        default_factory=lambda: dict(REASONING_MEANS))
+    """Mean hidden reasoning tokens a request of a reasoning model spends (``SimConfig.api_rules``; each request
+    draws 0.5x to 1.5x the mean from its text, seeded): by reasoning effort (``minimal``, ``low``, ``medium``,
+    ``high``), ``budget`` for a thinking budget (the draw, at most the budget) and ``dynamic`` for dynamic thinking.
+    Keys left out keep their defaults. The reasoning comes first out of the output cap and is billed as output."""
     prompt_cache_ttl_s: float = Field(default=300.0, ge=0.0)
     """Automatic prompt caching, as OpenAI documents it (``council.sim._cache``): how long a cached prompt prefix
     stays after its last use, in seconds; 0 = no caching (and no ``usage.prompt_tokens_details``)."""
@@ -145,6 +161,13 @@ class VendorBehaviour(BaseModel):
     omit_rate: float = Field(default=0.0, ge=0.0, le=1.0)
     """Graded items: P(a dimension is left out of the reply), per dimension and round (a reply that leaves
     every dimension out holds no valid level and is no vote)."""
+
+    @field_validator("reasoning_means")
+    @classmethod
+    def _whole_means(cls, means: dict[str, int]) -> dict[str, int]:
+        if any(v < 0 for v in means.values()):
+            raise ValueError("reasoning means must be >= 0")
+        return {**REASONING_MEANS, **means}
 
 
 class ProbeProfile(BaseModel):
@@ -194,8 +217,11 @@ class ModelBehaviour(BaseModel):
     format_error_rate: float = Field(default=0.0, ge=0.0, le=1.0)
     """P(the confidence line breaks the format: left out, or a word such as "high" instead of a number)."""
     reasoning_tokens: int = Field(default=0, ge=0)
-    """Mean hidden reasoning tokens per reply (each item draws 0.5x to 1.5x); reported in
-    ``usage.completion_tokens_details.reasoning_tokens``, included in ``completion_tokens`` and billed."""
+    """Mean hidden reasoning tokens per reply (each request draws 0.5x to 1.5x); reported in
+    ``usage.completion_tokens_details.reasoning_tokens``, included in ``completion_tokens`` and billed. With
+    ``SimConfig.api_rules``, a model the rules know reasons as its rules say (a reasoning model, with this mean in
+    place of its vendor's ``reasoning_means`` when set above 0; a model that does not reason, none) and a model
+    no rule knows reasons with this mean; without them, any model does."""
     latency_ms: float = Field(default=5.0, ge=0.0)
     """Delay before an admitted request is answered, in milliseconds, spread by ``latency_jitter_ms`` as a
     vendor's judge's (``VendorBehaviour.latency_ms``)."""
@@ -240,6 +266,12 @@ class SimConfig(BaseModel):
     """Models under test by model id (``"openai/gpt-4o-mini"``); others answer as ``default_model``."""
     default_model: ModelBehaviour = Field(default_factory=ModelBehaviour)
     """How a model under test that is not in ``models`` answers."""
+    api_rules: bool = True
+    """Play each provider's documented request rules (``council.sim._apis``, listed below with the pages they follow):
+    reasoning models refuse the parameters their API refuses and spend reasoning tokens out of the output cap,
+    Anthropic's face and the native hosts want their own vendor's native model ids. False = accept any parameters
+    and any model id the world knows on every face, as before (no reasoning but a model under test's
+    ``reasoning_tokens``)."""
 
     def behaviour(self, vendor: str) -> VendorBehaviour:
         return self.vendors.get(vendor, self.default)

@@ -16,7 +16,9 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
+from council.sim._apis import OPENROUTER_REASONING, RULES
 from council.sim._config import ModelBehaviour, ProbeProfile, SimConfig, VendorBehaviour
+from council.sim._hosts import HOSTS, OPENROUTER_API
 
 MODELS: tuple[type[BaseModel], ...] = (SimConfig, VendorBehaviour, ProbeProfile, ModelBehaviour)
 DOC_PATH = "docs/sim-config.md"
@@ -86,7 +88,51 @@ def sim_config_doc() -> str:
         for name, field in model.model_fields.items():
             annotation, doc = docs[name]
             out.append(f"| `{name}` | `{_cell(annotation)}` | {_default(field)} | {_bounds(field)} | {_cell(doc)} |")
-    return "\n".join(out) + "\n"
+    return "\n".join(out + provider_behaviours()) + "\n"
+
+
+def _pages(pages: tuple[str, ...]) -> str:
+    return "<br>".join(f"<{page}>" for page in pages)
+
+
+def provider_behaviours() -> list[str]:
+    """The section of ``docs/sim-config.md`` that lists each provider behaviour the provider plays and the page
+    it follows, from the rules (``council.sim._apis.RULES``) and the hosts (``council.sim._hosts.HOSTS``)."""
+    out = [
+        "", "## The providers' behaviours", "",
+        "<!-- Generated from council/sim/_apis.py (RULES) and council/sim/_hosts.py (HOSTS). -->", "",
+        "With `SimConfig.api_rules` (the default), the provider plays each provider's documented request rules, "
+        "whichever way a request comes in (the gateway passes parameters unchanged to the model's maker). A rule "
+        "knows its models by the world's ids, OpenRouter-style and native, case-insensitively; a model no rule "
+        "knows takes any parameters and does not reason. A reasoning request spends reasoning tokens drawn from "
+        "its text (`VendorBehaviour.reasoning_means`): they come first out of the output cap (chat: "
+        "`max_completion_tokens`, else `max_tokens`; Messages: `max_tokens`), so a cap they reach leaves an empty "
+        "answer with `finish_reason` \"length\" (Anthropic: `stop_reason` \"max_tokens\"), and they are billed as "
+        "output (`completion_tokens` and `completion_tokens_details.reasoning_tokens`; Anthropic: `output_tokens`), "
+        "in the stats (`reasoning_tokens`) and in the vendor's token quota. A refusal is counted in the stats as "
+        "`refused`, not as a request, and is not billed.",
+        "", "### Model rules", "", "| rule | models | what the maker refuses or does | follows |",
+        "| --- | --- | --- | --- |",
+    ]
+    for rule in RULES:
+        out.append(f"| {rule.name} ({rule.maker}) | {_cell(rule.models)} | {_cell(rule.does)} | {_pages(rule.pages)} |")
+    out += [
+        "", "### Endpoints", "",
+        "A configuration written for the real providers points at the provider by replacing `https://` with "
+        "`http://127.0.0.1:PORT/` (`https://api.openai.com/v1` -> `http://127.0.0.1:PORT/api.openai.com/v1`). "
+        "A provider's own host serves its native ids only; the gateway serves any id the world knows.", "",
+        "| prefix | routes | what it plays | follows |", "| --- | --- | --- | --- |",
+        "| (none: the gateway) | `/v1/chat/completions`, `/v1/models`, `/v1/files...`, `/v1/batches...`, "
+        "`/v1/messages`, `/v1/messages/batches...`, `/v1/sim/stats`, `/v1/sim/reset` | OpenRouter-like chat "
+        "completions: any id the world knows, parameters passed to the model's maker unchanged (OpenRouter's "
+        "`reasoning` object read as the maker's reasoning setting), OpenAI's error bodies and `x-ratelimit-*` "
+        "headers. `/v1/messages` is Anthropic's face, with native ids only. | "
+        f"{_pages((OPENROUTER_API, OPENROUTER_REASONING))} |",
+    ]
+    for host in HOSTS:
+        routes = _cell(", ".join(f"`{route}`" for route in host.routes))
+        out.append(f"| `/{host.host}` | {routes} | {_cell(host.does)} | {_pages(host.pages)} |")
+    return out
 
 
 def sim_config_schema() -> dict[str, Any]:

@@ -556,6 +556,7 @@ def decide(
     world = config.catalogue
     vendor = world.vendor(model) or ""
     b = behaviour if behaviour is not None else config.behaviour(vendor)
+    model = world.identity(model)  # the same model under its own API's id and a gateway's draws the same
     judge = _Judge(model, vendor, b)
     base, repair = split_repair(messages)
     u_malformed, u_how, u_wrap, u_wrap_how = _request_uniforms(config.seed, model, messages if repair else base)

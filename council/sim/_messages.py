@@ -1,11 +1,22 @@
-"""Anthropic's native Messages API on the embedded provider: ``POST /v1/messages``.
+"""Anthropic's native Messages API on the embedded provider: ``POST /v1/messages`` (also under Anthropic's own
+host, ``/api.anthropic.com/v1/messages``). Like Anthropic's API it serves Anthropic's native model ids only
+(``claude-sonnet-4-5``, ``claude-sonnet-4-5-20250929``; ``council.sim._world.NATIVE``): any other id is a 404
+``not_found_error`` (``SimConfig.api_rules`` off: any id the world knows).
 
 A request is read into the same conversation a chat-completions request would carry (the ``system`` prompt
 first, as a system message, then the turns) and answered by the same work (``council.sim._server.receive``
 and ``bill``): the same verdicts and reasons, the same quota, faults, billing and stats. Only the wording is
 Anthropic's: the reply is a ``message`` object, an error is ``{"type": "error", "error": {"type", "message"}}``
 (400 ``invalid_request_error``, 401 ``authentication_error``, 404 ``not_found_error``, 429 ``rate_limit_error``
-for the vendor's quota, 529 ``overloaded_error`` for a 429 storm, both with ``retry-after``, 500 ``api_error``).
+for the vendor's quota, 529 ``overloaded_error`` for a 429 storm, both with ``retry-after``, and, drawn with
+``VendorBehaviour.overloaded_rate``, a 529 ``overloaded_error`` before the quota; 500 ``api_error``). Rate-limit
+headers carry Anthropic's names (``anthropic-ratelimit-{requests,tokens,input-tokens,output-tokens}-{limit,
+remaining,reset}``, the reset an RFC 3339 time; the provider keeps one token bucket, which the three token groups
+all report) and a 429 ``retry-after`` in seconds (https://docs.anthropic.com/en/api/rate-limits).
+
+With extended thinking on (``thinking: {"type": "enabled", "budget_tokens": N}``, ``council.sim._apis``), the
+reply's ``content`` opens with a ``thinking`` block (with its ``signature``) before the text block, and the
+thinking tokens are part of ``output_tokens``.
 
 Usage is counted as Anthropic counts it: ``input_tokens`` are the prompt tokens neither read from nor written
 to the cache, next to ``cache_read_input_tokens`` and ``cache_creation_input_tokens``.
@@ -14,15 +25,21 @@ to the cache, next to ``cache_read_input_tokens`` and ``cache_creation_input_tok
 from __future__ import annotations
 
 import math
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import orjson
 from aiohttp import web
 
+from council.sim._apis import ApiError
 from council.sim._quota import Admission
-from council.sim._server import (
-    Parsed, Refusal, Work, _authorized, _BadBody, _content_text, _json, _State, serve_request,
-)
+from council.sim._reasoning import thinking_block
+from council.sim._faces import Refusal
+from council.sim._server import Work, _State, serve_request
+from council.sim._wire import Parsed, _authorized, _BadBody, _content_text, _json
+
+ANTHROPIC_RATE_LIMITS = "https://docs.anthropic.com/en/api/rate-limits"
+ANTHROPIC_ERRORS = "https://docs.anthropic.com/en/api/errors"
 
 _ROLES = frozenset({"user", "assistant"})
 _STOP = {"stop": "end_turn", "length": "max_tokens"}
@@ -78,7 +95,7 @@ def read_params(body: Any) -> Parsed:
         text, marks = _content_text(m.get("content"), i, f"messages.{i}.content")
         breakpoints += [(len(messages), chars) for chars in marks]
         messages.append((m["role"], text))
-    return Parsed(model, messages, max_tokens, breakpoints)
+    return Parsed(model, messages, max_tokens, breakpoints, "messages", body)
 
 
 def anthropic_usage(usage: dict[str, Any]) -> dict[str, int]:
@@ -94,8 +111,22 @@ def anthropic_usage(usage: dict[str, Any]) -> dict[str, int]:
     }
 
 
+def _rfc3339_in(seconds: float) -> str:
+    at = datetime.now(timezone.utc) + timedelta(seconds=math.ceil(seconds))
+    return at.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 class _MessagesFace:
     """Anthropic's wording of the provider's answers and refusals."""
+
+    vendor = "anthropic"
+    overloads = True
+
+    def model_id(self, asked: str) -> str:
+        return asked
+
+    def unauthorized(self) -> Refusal:
+        return 401, error_body("authentication_error", "x-api-key header is required"), None
 
     def bad_request(self, message: str, param: str | None) -> Refusal:
         return 400, error_body("invalid_request_error", message), None
@@ -103,10 +134,35 @@ class _MessagesFace:
     def not_found(self, model_id: str) -> Refusal:
         return 404, error_body("not_found_error", f"model: {model_id}"), None
 
+    def refused(self, error: ApiError) -> Refusal:
+        kind = {400: "invalid_request_error", 404: "not_found_error"}.get(error.status, "api_error")
+        return error.status, error_body(kind, error.message), None
+
+    def overloaded(self) -> Refusal:
+        return 529, error_body("overloaded_error", "Overloaded"), None
+
+    def headers(self, admission: Admission, shown: bool) -> dict[str, str] | None:
+        """Anthropic's rate-limit headers (the one token bucket reported as tokens, input and output tokens), and
+        ``retry-after`` on a 429."""
+        out: dict[str, str] = {}
+        if shown:
+            for kind, groups in (("requests", ("requests",)),
+                                 ("tokens", ("tokens", "input-tokens", "output-tokens"))):
+                bucket = admission.buckets.get(kind)
+                if bucket is None:
+                    continue
+                for group in groups:
+                    out[f"anthropic-ratelimit-{group}-limit"] = str(bucket.limit)
+                    out[f"anthropic-ratelimit-{group}-remaining"] = str(bucket.remaining)
+                    out[f"anthropic-ratelimit-{group}-reset"] = _rfc3339_in(bucket.reset_s)
+        if not admission.ok:
+            out["retry-after"] = str(max(1, math.ceil(admission.retry_after_s)))
+        return out or None
+
     def storm(self, model_id: str, left_s: float) -> Refusal:
         return 529, error_body("overloaded_error", "Overloaded"), {"retry-after": str(math.ceil(left_s))}
 
-    def limited(self, model_id: str, admission: Admission, headers: dict[str, str]) -> Refusal:
+    def limited(self, model_id: str, admission: Admission, headers: dict[str, str] | None) -> Refusal:
         return 429, error_body(
             "rate_limit_error",
             f"This request would exceed the rate limit for your organization of {admission.limited_by} per "
@@ -117,12 +173,15 @@ class _MessagesFace:
         return 500, error_body("api_error", "Internal server error"), headers
 
     def reply(self, st: _State, work: Work, usage: dict[str, Any]) -> dict[str, Any]:
+        content: list[dict[str, Any]] = [{"type": "text", "text": work.content}]
+        if work.plan.thinking_block:
+            content.insert(0, thinking_block(st.config.seed, work.model_id, work.messages))
         return {
             "id": f"msg_sim{next(st.ids):012x}",
             "type": "message",
             "role": "assistant",
             "model": work.model_id,
-            "content": [{"type": "text", "text": work.content}],
+            "content": content,
             "stop_reason": _STOP[work.finish],
             "stop_sequence": None,
             "usage": anthropic_usage(usage),

@@ -12,6 +12,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from council.sim._config import SimConfig
 
@@ -51,20 +52,34 @@ class Bucket:
     def reset_s(self) -> float:
         return max(0.0, (self.capacity - self.level) / self.rate)
 
+    def state(self) -> BucketState:
+        return BucketState(self.limit, max(0, math.floor(self.level)), self.reset_s())
+
     def headers(self, kind: str, into: dict[str, str]) -> None:
         into[f"x-ratelimit-limit-{kind}"] = str(self.limit)
         into[f"x-ratelimit-remaining-{kind}"] = str(max(0, math.floor(self.level)))
         into[f"x-ratelimit-reset-{kind}"] = format_reset(self.reset_s())
 
 
+class BucketState(NamedTuple):
+    """A bucket as a response reports it: its limit per minute, what remains now, seconds until it is full."""
+
+    limit: int
+    remaining: int
+    reset_s: float
+
+
 @dataclass(slots=True)
 class Admission:
-    """The quota's answer: admitted or not, the wait hint when not, and the rate-limit headers."""
+    """The quota's answer: admitted or not, the wait hint when not, the rate-limit headers in OpenAI's names
+    (``x-ratelimit-*``, plus ``retry-after`` and ``retry-after-ms`` when refused), and the buckets' states
+    (``"requests"``, ``"tokens"``) for the faces that name them otherwise."""
 
     ok: bool
     retry_after_s: float = 0.0
     limited_by: str = ""  # "requests" | "tokens" when refused
     headers: dict[str, str] = field(default_factory=dict)
+    buckets: dict[str, BucketState] = field(default_factory=dict)
 
 
 _UNLIMITED = Admission(True)
@@ -107,16 +122,19 @@ class QuotaBook:
             if tok is not None:
                 tok.level -= tokens
         headers: dict[str, str] = {}
+        buckets: dict[str, BucketState] = {}
         if req is not None:
             req.headers("requests", headers)
+            buckets["requests"] = req.state()
         if tok is not None:
             tok.headers("tokens", headers)
+            buckets["tokens"] = tok.state()
         if ok:
-            return Admission(True, headers=headers)
+            return Admission(True, headers=headers, buckets=buckets)
         wait = max(wait_req, wait_tok)
         headers["retry-after"] = str(max(1, math.ceil(wait)))
         headers["retry-after-ms"] = str(max(1, math.ceil(wait * 1000.0)))
-        return Admission(False, wait, "requests" if wait_req >= wait_tok else "tokens", headers)
+        return Admission(False, wait, "requests" if wait_req >= wait_tok else "tokens", headers, buckets)
 
     def reset(self) -> None:
         """Refill every bucket (forget all usage)."""

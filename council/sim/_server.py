@@ -3,10 +3,18 @@
 It answers as a council judge, or, when the system message asks for a stated confidence and then an
 answer, as a model under test (see ``council.sim._eliciting``); both draw on the vendor's one quota.
 
-Routes: ``POST /v1/chat/completions``, ``GET /v1/models`` (both need ``Authorization: Bearer <anything>``),
-and the unauthenticated test hooks ``GET /v1/sim/stats`` and ``POST /v1/sim/reset``; Anthropic's native
-``POST /v1/messages`` (``council.sim._messages``: the same answers in Anthropic's shape) and both providers'
-batch APIs, ``/v1/files`` + ``/v1/batches`` and ``/v1/messages/batches`` (``council.sim._batches``).
+Routes: ``POST /v1/chat/completions`` (the gateway, OpenRouter-like: any model the world knows), ``GET
+/v1/models`` (both need ``Authorization: Bearer <anything>``), and the unauthenticated test hooks ``GET
+/v1/sim/stats`` and ``POST /v1/sim/reset``; Anthropic's native ``POST /v1/messages`` (``council.sim._messages``:
+the same answers in Anthropic's shape, native ids only) and both providers' batch APIs, ``/v1/files`` +
+``/v1/batches`` and ``/v1/messages/batches`` (``council.sim._batches``). Each provider's own API is served under a
+prefix naming its real host (``/api.openai.com/v1/...``, ``/api.anthropic.com/v1/messages``, ...:
+``council.sim._hosts``), native ids only, in that provider's wording (``council.sim._faces``).
+
+With ``SimConfig.api_rules`` (the default) every request is read first by its model's maker's documented rules
+(``council.sim._apis``): a parameter the maker refuses is answered 400 in the maker's words (counted as refused,
+not as a request, not billed), and a reasoning model spends reasoning tokens (``council.sim._reasoning``) that
+come first out of the output cap and are billed as output, for judges and models under test alike.
 
 A message's ``content`` is a string or, as the chat API allows, a list of text parts (read as their texts run
 together; any other part type is a 400). A part may carry ``cache_control: {"type": "ephemeral"}``: a vendor
@@ -27,7 +35,9 @@ slow_answers and storm_429s (429s of a storm, also counted in rate_limited), and
 tokens served from the prompt cache, ``council.sim._cache``: part of prompt_tokens). Everything counted on receipt
 is counted billed or not. Requests answered inside the batch APIs (``council.sim._batches``) are counted in the
 same counters when their result is produced, and also in batch_requests, batch_billed and batch_billed_twice
-(batch requests billed under a ``(model, custom_id)`` already billed in any batch since the last reset).
+(batch requests billed under a ``(model, custom_id)`` already billed in any batch since the last reset); refused
+(requests a maker's rule refused, ``council.sim._apis``: not counted in requests) and overloaded (Anthropic's
+529s, ``overloaded_rate``).
 
 Billing is truthful: ``billed`` counts the chat requests whose work was done and whose 200 status line went
 out, whatever happened next: an answer whose body is then cut or unreadable (``bad_body_rate``) or trickled
@@ -61,32 +71,35 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import math
 import random
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, NamedTuple, Protocol
+from typing import Any
 
 import orjson
 from aiohttp import web
 
+from council.sim._apis import ApiError, Asked, Plan, permissive
+from council.sim._apis import plan as api_plan
 from council.sim._cache import Breakpoint, BreakpointCache, PrefixCache
 from council.sim._config import ModelBehaviour, SimConfig, VendorBehaviour
 from council.sim._eliciting import Elicitation, elicit, record_truth, sent_record
+from council.sim._faces import CHAT, Face, Refusal
 from council.sim._judging import Message, decide
-from council.sim._quota import Admission, Clock, QuotaBook
+from council.sim._quota import Clock, QuotaBook
+from council.sim._reasoning import fit, spend
 from council.sim._truth import TruthTable
+from council.sim._wire import (
+    _BAD_PAGE, _JSON, Parsed, _authorized, _BadBody, _cut, _est_tokens, _hang_up, _json, _parse_body, _trickle,
+)
 from council.sim._world import JUDGES
 
-_JSON = "application/json"
 _STAT_KEYS = (
     "requests", "rate_limited", "billed", "errors", "prompt_tokens", "completion_tokens", "batched_items",
     "elicitations", "reasoning_tokens", "own_vendor_rows", "unknown_producers", "prose_json", "fenced",
     "stalls", "resets", "bad_bodies", "slow_answers", "storm_429s", "cached_tokens",
-    "batch_requests", "batch_billed", "batch_billed_twice",
+    "batch_requests", "batch_billed", "batch_billed_twice", "refused", "overloaded",
 )
-_RESPONSE_FORMATS = frozenset({"text", "json_object", "json_schema"})
 MAX_BREAKPOINTS = 4  # cache_control blocks a request may mark, at a vendor caching at breakpoints (Anthropic's limit)
 
 
@@ -171,42 +184,13 @@ class _State:
 
 
 STATE: web.AppKey[_State] = web.AppKey("council_sim_state", _State)
+FACE: web.AppKey[Face] = web.AppKey("council_sim_face")
+"""A host's sub-application: the face its chat-completions routes answer with (the main application: ``CHAT``)."""
+PREFIX: web.AppKey[str] = web.AppKey("council_sim_prefix", str)
+"""A host's sub-application: its path prefix (``/api.anthropic.com``)."""
 
 
-# ---- responses -----------------------------------------------------------------------------------------
-
-
-def _json(payload: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
-    hdrs = {"Content-Type": _JSON}
-    if headers:
-        hdrs.update(headers)
-    return web.Response(body=orjson.dumps(payload), status=status, headers=hdrs)
-
-
-def _error_body(message: str, type_: str, code: str | None = None, param: str | None = None) -> dict[str, Any]:
-    return {"error": {"message": message, "type": type_, "param": param, "code": code}}
-
-
-def _error(
-    status: int, message: str, type_: str, code: str | None = None, param: str | None = None,
-    headers: dict[str, str] | None = None,
-) -> web.Response:
-    return _json(_error_body(message, type_, code, param), status, headers)
-
-
-def _bad_request(message: str, param: str | None = None) -> web.Response:
-    return _error(400, message, "invalid_request_error", None, param)
-
-
-def _authorized(request: web.Request) -> bool:
-    auth = request.headers.get("Authorization", "")
-    return auth[:7].lower() == "bearer " and bool(auth[7:].strip())
-
-
-_UNAUTHORIZED = (
-    401, "You didn't provide an API key. Provide it in an Authorization header: 'Bearer YOUR_KEY'.",
-    "invalid_request_error", "invalid_api_key",
-)
+# ---- receiving and billing -----------------------------------------------------------------------------
 
 
 def _storm_left_s(st: _State, vendor: str, b: VendorBehaviour) -> float:
@@ -219,174 +203,10 @@ def _storm_left_s(st: _State, vendor: str, b: VendorBehaviour) -> float:
     return start + b.storm_429 - now if start <= now < start + b.storm_429 else 0.0
 
 
-def _hang_up(request: web.Request, faults: random.Random) -> web.Response:
-    """Close the connection after a few bytes that are no valid HTTP answer; the response returned is
-    never sent."""
-    transport = request.transport
-    if transport is not None:
-        transport.write(b"HTTP/1.1 2"[: 1 + int(faults.random() * 9)])
-        transport.abort()
-    return web.Response(status=500)
-
-
-async def _cut(request: web.Request, body: bytes, headers: dict[str, str], keep: int) -> web.StreamResponse:
-    """A 200 announcing the whole body, of which only ``keep`` bytes arrive before the connection closes."""
-    resp = web.StreamResponse(status=200, headers={"Content-Type": _JSON, **headers})
-    resp.content_length = len(body)
-    await resp.prepare(request)
-    await resp.write(body[:keep])
-    if request.transport is not None:
-        request.transport.abort()
-    return resp
-
-
-async def _trickle(request: web.Request, body: bytes, headers: dict[str, str], total_ms: float) -> web.StreamResponse:
-    """A 200 whose headers go out at once and whose body follows in small chunks over ``total_ms``."""
-    resp = web.StreamResponse(status=200, headers={"Content-Type": _JSON, **headers})
-    resp.content_length = len(body)
-    await resp.prepare(request)
-    chunks = max(2, min(16, len(body) // 32))
-    size = -(-len(body) // chunks)
-    for i in range(0, len(body), size):
-        await asyncio.sleep(total_ms / 1000.0 / chunks)
-        await resp.write(body[i:i + size])
-    await resp.write_eof()
-    return resp
-
-
-_BAD_PAGE = (b"<html><head><title>502 Bad Gateway</title></head><body><center><h1>502 Bad Gateway</h1>"
-             b"</center></body></html>")
-
-
-def _est_tokens(chars: int) -> int:
-    return -(-chars // 4)  # ceil(chars / 4)
-
-
-# ---- request parsing -----------------------------------------------------------------------------------
-
-
-class Parsed(NamedTuple):
-    """A chat request as the provider reads it, whatever API it came through."""
-
-    model: str
-    messages: list[Message]
-    max_tokens: int | None
-    breakpoints: list[Breakpoint]
-
-
-class _BadBody(Exception):
-    def __init__(self, message: str, param: str | None = None) -> None:
-        super().__init__(message)
-        self.param = param
-
-
-def _content_text(content: Any, i: int, where: str | None = None) -> tuple[str, list[int]]:
-    """A message's content as the model reads it (a list of text parts is their texts run together), and where
-    in it each part marked ``cache_control`` ends (characters from its start); errors name ``where`` (default
-    ``messages[i].content``)."""
-    if isinstance(content, str):
-        return content, []
-    if content is None:
-        return "", []
-    where = where or f"messages[{i}].content"
-    if not isinstance(content, list):
-        raise _BadBody(f"{where} must be a string or a list of content parts", where)
-    text, marks = "", []
-    for j, part in enumerate(content):
-        if not isinstance(part, dict):
-            raise _BadBody(f"{where} parts must be objects", where)
-        if part.get("type") != "text":
-            raise _BadBody(f"{where}[{j}].type: the embedded provider reads text parts only, not {part.get('type')!r}",
-                           where)
-        if not isinstance(part.get("text"), str):
-            raise _BadBody(f"{where}[{j}]: a text part needs a string 'text'", where)
-        text += part["text"]
-        if "cache_control" in part:
-            _check_cache_control(part["cache_control"], f"{where}[{j}].cache_control")
-            marks.append(len(text))
-    return text, marks
-
-
-def _check_cache_control(value: Any, where: str) -> None:
-    if not isinstance(value, dict) or value.get("type") != "ephemeral":
-        raise _BadBody(f"{where}: the type must be 'ephemeral'", where)
-    if value.get("ttl", "5m") != "5m":
-        raise _BadBody(f"{where}.ttl: the embedded provider keeps a cached prefix 5m (prompt_cache_ttl_s)", where)
-
-
-def _parse_body(raw: bytes) -> Parsed:
-    """The model, the messages as ``(role, text)``, the output bound and the cache breakpoints marked."""
-    try:
-        body = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise _BadBody(f"We could not parse the JSON body of your request: {exc}") from exc
-    return read_body(body)
-
-
-def read_body(body: Any) -> Parsed:
-    """A decoded chat-completions body read as :func:`_parse_body` reads one (a batch line's ``body`` too)."""
-    if not isinstance(body, dict):
-        raise _BadBody("The request body must be a JSON object.")
-    model = body.get("model")
-    if not isinstance(model, str) or not model.strip():
-        raise _BadBody("you must provide a model parameter", "model")
-    msgs = body.get("messages")
-    if not isinstance(msgs, list) or not msgs:
-        raise _BadBody("'messages' must be a non-empty array", "messages")
-    messages: list[Message] = []
-    breakpoints: list[Breakpoint] = []
-    for i, m in enumerate(msgs):
-        if not isinstance(m, dict) or not isinstance(m.get("role"), str):
-            raise _BadBody(f"messages[{i}] must be an object with a string 'role'", f"messages[{i}]")
-        text, marks = _content_text(m.get("content"), i)
-        messages.append((m["role"], text))
-        breakpoints += [(i, chars) for chars in marks]
-    temperature = body.get("temperature")
-    if temperature is not None and (isinstance(temperature, bool) or not isinstance(temperature, (int, float))):
-        raise _BadBody("'temperature' must be a number", "temperature")
-    max_tokens = body.get("max_tokens")
-    if max_tokens is None:
-        max_tokens = body.get("max_completion_tokens")
-    if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1):
-        raise _BadBody("'max_tokens' must be a positive integer", "max_tokens")
-    fmt = body.get("response_format")
-    if fmt is not None:
-        if not isinstance(fmt, dict) or fmt.get("type") not in _RESPONSE_FORMATS:
-            raise _BadBody("'response_format.type' must be one of text, json_object, json_schema", "response_format")
-        if fmt["type"] == "json_schema" and not isinstance(fmt.get("json_schema"), dict):
-            raise _BadBody("'response_format.json_schema' must be an object", "response_format")
-    if body.get("stream"):
-        raise _BadBody("streaming is not supported by the embedded provider", "stream")
-    return Parsed(model, messages, max_tokens, breakpoints)
-
-
-# ---- handlers ------------------------------------------------------------------------------------------
-
-
-Refusal = tuple[int, dict[str, Any], dict[str, str] | None]
-"""A refused request: the status, the error body and its headers."""
-
-
-class Face(Protocol):
-    """How one API (chat completions, Anthropic's Messages) words the provider's answers: the same work and
-    the same faults, each API's own error and reply shapes."""
-
-    def bad_request(self, message: str, param: str | None) -> Refusal: ...
-
-    def not_found(self, model_id: str) -> Refusal: ...
-
-    def storm(self, model_id: str, left_s: float) -> Refusal: ...
-
-    def limited(self, model_id: str, admission: Admission, headers: dict[str, str]) -> Refusal: ...
-
-    def server_error(self, headers: dict[str, str] | None) -> Refusal: ...
-
-    def reply(self, st: _State, work: Work, usage: dict[str, Any]) -> dict[str, Any]: ...
-
-
 @dataclass(slots=True)
 class Work:
-    """A received request's answer before billing: what the model wrote, how it ended, what it costs."""
+    """A received request's answer before billing: what the model wrote, how it ended, what it costs (the
+    reasoning spent is part of ``completion_tokens``), and how its maker's rules answer it (``plan``)."""
 
     model_id: str
     model: _Model
@@ -400,12 +220,18 @@ class Work:
     elicited: Elicitation | None
     latency_ms: float
     jitter_ms: float
+    plan: Plan
 
 
 def receive(st: _State, parsed: Parsed, face: Face) -> Work | Refusal:
-    """Count a request as received and write its answer (drawing the truncation fault), or refuse it (unknown
-    model, too many breakpoints). No quota, no transport fault, no billing: the same for every way in."""
-    model_id, messages, max_tokens, breakpoints = parsed
+    """Count a request as received and write its answer (drawing the truncation fault and the reasoning spend),
+    or refuse it (unknown model or not one of the face's native ids, too many breakpoints, a parameter its maker
+    refuses). No quota, no transport fault, no billing: the same for every way in."""
+    model_id = face.model_id(parsed.model)
+    messages, breakpoints = parsed.messages, parsed.breakpoints
+    rules = st.config.api_rules
+    if rules and face.vendor is not None and not st.world.native(face.vendor, model_id):
+        return face.not_found(model_id)
     model = st.model(model_id)
     if model is None:
         return face.not_found(model_id)
@@ -414,20 +240,27 @@ def receive(st: _State, parsed: Parsed, face: Face) -> Work | Refusal:
         return face.bad_request(f"A maximum of {MAX_BREAKPOINTS} blocks with cache_control may be provided. "
                                 f"Found {len(breakpoints)}.", "messages")
     stats = model.stats
+    if rules:
+        plan = api_plan(Asked(model_id, "messages" if parsed.api == "messages" else "chat", face.vendor is None,
+                              parsed.body, parsed.max_tokens))
+        if isinstance(plan, ApiError):
+            stats.refused += 1
+            return face.refused(plan)
+    else:
+        plan = permissive(parsed.max_tokens)
     stats.requests += 1
 
     prompt_tokens = _est_tokens(sum(len(c) for _, c in messages))
     faults = st.faults
     elicited = elicit(st.config, st.truth, model_id, messages)
-    reasoning = 0
     if elicited is not None:  # a model under test: its own truncation, reasoning and latency
         stats.elicitations += 1
         content, finish = elicited.content, "length" if elicited.truncated else "stop"
-        reasoning = elicited.reasoning_tokens
-        completion_tokens = reasoning + _est_tokens(len(content))
-        if max_tokens is not None and max_tokens < completion_tokens:  # reasoning comes first
-            reasoning = min(reasoning, max_tokens)
-            content, completion_tokens, finish = content[: (max_tokens - reasoning) * 4], max_tokens, "length"
+        if plan.known:
+            reasoning = spend(plan, b.reasoning_means, st.config.seed, model_id, messages,
+                              model.under_test.reasoning_tokens)
+        else:
+            reasoning = elicited.reasoning_tokens
         latency_ms, jitter_ms = model.under_test.latency_ms, model.under_test.latency_jitter_ms
     else:
         decision = decide(st.config, st.truth, model_id, messages, b)
@@ -445,17 +278,14 @@ def receive(st: _State, parsed: Parsed, face: Face) -> Work | Refusal:
                 "messages": [{"role": role, "content": text} for role, text in messages],
                 "rows": list(decision.rows),
             })
-        content = decision.content
-        completion_tokens = _est_tokens(len(content))
-        finish = "stop"
+        content, finish = decision.content, "stop"
         if b.truncation_rate and faults.random() < b.truncation_rate:
-            content = content[: max(1, int(len(content) * (0.2 + 0.6 * faults.random())))]
-            completion_tokens, finish = _est_tokens(len(content)), "length"
-        if max_tokens is not None and max_tokens < completion_tokens:
-            content, completion_tokens, finish = content[: max_tokens * 4], max_tokens, "length"
+            content, finish = content[: max(1, int(len(content) * (0.2 + 0.6 * faults.random())))], "length"
+        reasoning = spend(plan, b.reasoning_means, st.config.seed, model_id, messages)
         latency_ms, jitter_ms = b.latency_ms, b.latency_jitter_ms
+    content, finish, completion_tokens, reasoning = fit(content, finish, reasoning, plan.cap)  # reasoning first
     return Work(model_id, model, messages, breakpoints, content, finish, prompt_tokens, completion_tokens, reasoning,
-                elicited, latency_ms, jitter_ms)
+                elicited, latency_ms, jitter_ms, plan)
 
 
 def bill(st: _State, work: Work) -> dict[str, Any]:
@@ -482,92 +312,65 @@ def bill(st: _State, work: Work) -> dict[str, Any]:
                                        block_tokens=b.prompt_cache_block_tokens, ttl_s=b.prompt_cache_ttl_s)
         stats.cached_tokens += cached
         usage["prompt_tokens_details"] = {"cached_tokens": cached}
-    if work.elicited is not None:
+    if work.elicited is not None or work.plan.reasons or reasoning:
         usage["completion_tokens_details"] = {"reasoning_tokens": reasoning}
+    if work.elicited is not None:
         record_truth(st.truth, work.elicited, work.content, model_id)
         if st.answers is not None:
             st.answers.append(sent_record(work.elicited, work.content, model_id))
     return usage
 
 
-class _ChatFace:
-    """Chat completions' (OpenAI's) wording of answers and refusals."""
-
-    def bad_request(self, message: str, param: str | None) -> Refusal:
-        return 400, _error_body(message, "invalid_request_error", None, param), None
-
-    def not_found(self, model_id: str) -> Refusal:
-        return 404, _error_body(f"The model `{model_id}` does not exist or you do not have access to it.",
-                                "invalid_request_error", "model_not_found"), None
-
-    def storm(self, model_id: str, left_s: float) -> Refusal:
-        return 429, _error_body(
-            f"Rate limit reached for {model_id}: the service is overloaded. Please try again in {left_s:.3g}s.",
-            "requests", "rate_limit_exceeded", None,
-        ), {"retry-after": str(math.ceil(left_s)), "retry-after-ms": str(math.ceil(left_s * 1000))}
-
-    def limited(self, model_id: str, admission: Admission, headers: dict[str, str]) -> Refusal:
-        what = admission.limited_by
-        return 429, _error_body(
-            f"Rate limit reached for {model_id} on {what} per min. Please try again in "
-            f"{admission.retry_after_s:.3g}s.",
-            what, "rate_limit_exceeded", None,
-        ), headers
-
-    def server_error(self, headers: dict[str, str] | None) -> Refusal:
-        return 500, _error_body("The server had an error while processing your request.", "server_error"), headers
-
-    def reply(self, st: _State, work: Work, usage: dict[str, Any]) -> dict[str, Any]:
-        return {
-            "id": f"chatcmpl-sim{next(st.ids):012x}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": work.model_id,
-            "choices": [
-                {"index": 0, "message": {"role": "assistant", "content": work.content}, "finish_reason": work.finish,
-                 "logprobs": None}
-            ],
-            "usage": usage,
-        }
+# ---- handlers ------------------------------------------------------------------------------------------
 
 
-CHAT = _ChatFace()
+def respond(refusal: Refusal) -> web.Response:
+    """A refusal as the response that carries it."""
+    status, body, headers = refusal
+    return _json(body, status, headers)
+
+
+def face_of(request: web.Request) -> Face:
+    """The chat-completions face of the (sub-)application serving ``request``: the gateway's, or a host's."""
+    return request.app.get(FACE, CHAT)
 
 
 async def _chat(request: web.Request) -> web.StreamResponse:
+    face = face_of(request)
     if not _authorized(request):
-        return _error(*_UNAUTHORIZED)
+        return respond(face.unauthorized())
     try:
         parsed = _parse_body(await request.read())
     except _BadBody as exc:
-        return _bad_request(str(exc), exc.param)
-    return await serve_request(request, parsed, CHAT)
+        return respond(face.bad_request(str(exc), exc.param))
+    return await serve_request(request, parsed, face)
 
 
 async def serve_request(request: web.Request, parsed: Parsed, face: Face) -> web.StreamResponse:
     """Answer a synchronous request through the vendor's quota and transport faults, worded by ``face``."""
-    st = request.app[STATE]
+    st = request.config_dict[STATE]
     work = receive(st, parsed, face)
     if not isinstance(work, Work):
-        return _json(work[1], work[0], work[2])
+        return respond(work)
     model_id, model = work.model_id, work.model
     b, stats, faults = model.behaviour, model.stats, st.faults
 
+    if face.overloads and b.overloaded_rate and faults.random() < b.overloaded_rate:  # no quota used, not billed
+        stats.overloaded += 1
+        return respond(face.overloaded())
     storm = _storm_left_s(st, model.vendor, b)
     if storm > 0:  # every request of the vendor, no quota used
         stats.rate_limited += 1
         stats.storm_429s += 1
-        return _json(*_swap(face.storm(model_id, storm)))
+        return respond(face.storm(model_id, storm))
     admission = st.quota.admit(model.vendor, work.prompt_tokens + work.completion_tokens)
-    headers = admission.headers if b.rate_limit_headers else None
+    headers = face.headers(admission, b.rate_limit_headers)
     if not admission.ok:
         stats.rate_limited += 1
-        if headers is None:  # a provider that reveals little: only when to come back
-            headers = {"retry-after": admission.headers["retry-after"]}
-        return _json(*_swap(face.limited(model_id, admission, headers)))
+        return respond(face.limited(model_id, admission, headers))
     if b.error_rate and faults.random() < b.error_rate:
         stats.errors += 1
-        return _json(*_swap(face.server_error(headers)))
+        return respond(face.server_error(headers))
     if b.reset_rate and faults.random() < b.reset_rate:
         stats.resets += 1
         return _hang_up(request, faults)
@@ -595,27 +398,26 @@ async def serve_request(request: web.Request, parsed: Parsed, face: Face) -> web
     return _json(payload, 200, headers)
 
 
-def _swap(refusal: Refusal) -> tuple[dict[str, Any], int, dict[str, str] | None]:
-    """A refusal in :func:`_json`'s argument order."""
-    status, body, headers = refusal
-    return body, status, headers
-
-
 async def _models(request: web.Request) -> web.Response:
+    face = face_of(request)
     if not _authorized(request):
-        return _error(*_UNAUTHORIZED)
-    st = request.app[STATE]
-    data = [{"id": mid, "object": "model", "created": 0, "owned_by": vendor} for mid, vendor in st.world.items()]
+        return respond(face.unauthorized())
+    st = request.config_dict[STATE]
+    if face.vendor is None:
+        listed = st.world.items()
+    else:
+        listed = [(mid, face.vendor) for mid in st.world.native_ids(face.vendor)]
+    data = [{"id": mid, "object": "model", "created": 0, "owned_by": vendor} for mid, vendor in listed]
     return _json({"object": "list", "data": data})
 
 
 async def _stats(request: web.Request) -> web.Response:
-    return _json(request.app[STATE].stats())
+    return _json(request.config_dict[STATE].stats())
 
 
 async def _reset(request: web.Request) -> web.Response:
     quotas = request.query.get("quotas", "").lower() in {"1", "true", "yes"}
-    request.app[STATE].reset(quotas=quotas)
+    request.config_dict[STATE].reset(quotas=quotas)
     return _json({"ok": True})
 
 
@@ -632,10 +434,13 @@ def build_app(
     app.router.add_get("/v1/models", _models)
     app.router.add_get("/v1/sim/stats", _stats)
     app.router.add_post("/v1/sim/reset", _reset)
-    from council.sim import _batches, _messages  # they build on this module: imported once it is complete
+    # They build on this module: imported once it is complete.
+    from council.sim import _batches, _hosts, _message_batches, _messages
 
     _messages.add_routes(app)
     _batches.add_routes(app)
+    _message_batches.add_routes(app)
+    _hosts.add_hosts(app)
     return app
 
 

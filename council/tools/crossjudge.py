@@ -35,6 +35,7 @@ from council.store.runfolder import ITEMS, MANIFEST, ROWS, VERDICTS, RunFolder, 
 from council.transport.judge import Judge, JudgeTask
 from council.transport.limiter import Limiter, LocalLedger
 from council.transport.quota import QuotaLedger
+from council.transport.shape import reasoning_variant
 
 SINGLE = "single:"
 
@@ -110,7 +111,8 @@ async def _ask_judge(model: str, vendor: str, config: CouncilConfig, provider_ur
             for row in rows:
                 item = items[row.item_id]
                 body = round1_body(item, row, contain=params.containment)
-                key = request_key(model, 1, body, params.temperature, params.max_tokens)
+                key = request_key(model, 1, body, params.temperature, params.max_tokens,
+                                  reasoning_variant(model, vendor, params))
                 if (seen := archived.get(row.row_id)) is not None and seen.request_key == key:
                     continue
                 pending.add(judge.submit(JudgeTask(row.row_id, 1, body, rubric_hash=rubric_hash(item), request_key=key,

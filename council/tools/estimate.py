@@ -37,6 +37,7 @@ from council.protocol.prompts import LETTERS, Peer, batch_messages, round1_body,
 from council.run.runner import RunRequest, run_council
 from council.store.runfolder import SUMMARY, RunFolder
 from council.transport.judge import batch_size_for
+from council.transport.shape import reasoning_headroom
 from council.transport.quota import estimate_tokens
 from elicitor.prompts import elicit_messages
 
@@ -73,6 +74,11 @@ class VendorEstimate:
     cost_batch_by_round_usd: dict[str, float] = field(default_factory=dict)
     cost_run_usd: float = 0.0  # at the rates of this vendor's transport: cost_usd or cost_batch_usd
     cost_run_cached_usd: float = 0.0
+    # a reasoning judge: its reasoning tokens a vote (in output_tokens), measured by a pilot or else its bound
+    # (judge.thinking_budget), and what they cost at this run's rates
+    reasoning_per_vote: float = 0.0
+    reasoning_measured: bool = False
+    reasoning_cost_usd: float = 0.0
 
 
 @dataclass
@@ -172,6 +178,8 @@ class _Load:
     transport: str  # of the judge's votes: "sync" or "batch"
     elicit: tuple[int, int, int, float] = (0, 0, 0, 0.0)  # requests, tokens in, tokens out, cost
     limits: tuple[float, float] = (0.0, 0.0)  # rpm, tpm
+    reasoning: float = 0.0  # reasoning tokens a vote
+    reasoning_measured: bool = False
 
 
 def estimate(config: CouncilConfig, items: dict[str, BankItem], rows: list[ResponseRow],
@@ -186,7 +194,8 @@ def estimate(config: CouncilConfig, items: dict[str, BankItem], rows: list[Respo
         rows = [ResponseRow.model_validate({"item_id": i, "model": m, "response": TYPICAL_ANSWER},
                                            context={"vendor_map": config.vendor_map}) for i in items for m in models]
     audit = config.deliberation_audit if audit_share is None else audit_share
-    loads = _loads(config, items, rows, models)
+    measured = (unanimity.pilot or {}).get("reasoning_per_vote", {}) if unanimity is not None else {}
+    loads = _loads(config, items, rows, models, measured)
     strategies = [_strategy(loads, "all", None, 1.0)]
     if unanimity is not None:
         strategies.append(_strategy(loads, "disputed", unanimity.rate, disputed_share(unanimity.rate, audit)))
@@ -220,7 +229,10 @@ def _flat(messages: list[dict]) -> str:
 
 
 def _loads(config: CouncilConfig, items: dict[str, BankItem], rows: list[ResponseRow],
-           models: list[str]) -> list[_Load]:
+           models: list[str], measured: dict[str, float] | None = None) -> list[_Load]:
+    """Each vendor's work; a reasoning judge's reasoning a vote is ``measured``'s (a pilot's) where it has the
+    vendor, else its bound (:func:`council.transport.shape.reasoning_headroom`: the most a vote may spend)."""
+    measured = measured or {}
     vendors = dict.fromkeys([*config.roster_vendors, *(config.vendor_of(m) for m in models)])
     seats = {m.vendor: m for m in config.roster}
     out = []
@@ -250,7 +262,10 @@ def _loads(config: CouncilConfig, items: dict[str, BankItem], rows: list[Respons
         out.append(_Load(vendor=vendor, judge_model=member.judge_model if member else None, rows=len(mine),
                          batch_size=k, requests=(requests[0], requests[1]), input_tokens=(tokens[0], tokens[1]),
                          cacheable_tokens=cacheable, **_judge_rates(config, member),
-                         elicit=tuple(elicit), limits=(settings.rpm, settings.tpm)))
+                         elicit=tuple(elicit), limits=(settings.rpm, settings.tpm),
+                         reasoning=measured.get(vendor, reasoning_headroom(member.judge_model, vendor, config.judge)
+                                                if member else 0.0),
+                         reasoning_measured=vendor in measured))
     return out
 
 
@@ -287,7 +302,8 @@ def _vendor(load: _Load, share: float) -> VendorEstimate:
     requests2 = math.ceil(round(rows2 / load.batch_size, 9))
     in1, in2 = load.input_tokens[0], round(share * load.input_tokens[1])
     cached = round(share * load.cacheable_tokens)
-    out1, out2 = load.rows * EXPECTED_OUTPUT_TOKENS, round(rows2) * EXPECTED_OUTPUT_TOKENS
+    per_vote = EXPECTED_OUTPUT_TOKENS + load.reasoning  # a reasoning judge's reasoning is billed as output
+    out1, out2 = round(load.rows * per_vote), round(rows2 * per_vote)
     e_requests, e_in, e_out, e_cost = load.elicit
 
     def costs(rates: tuple[float, ...]) -> tuple[dict[str, float], dict[str, float]]:
@@ -312,7 +328,10 @@ def _vendor(load: _Load, share: float) -> VendorEstimate:
         cost_by_round_usd=_rounded(cost), cost_cached_by_round_usd=_rounded(cost_cached),
         transport=load.transport, batch_price_known=load.batch_price_known, cost_batch_usd=batch_usd,
         cost_batch_cached_usd=batch_cached_usd, cost_batch_by_round_usd=_rounded(batch),
-        cost_run_usd=run_usd, cost_run_cached_usd=run_cached_usd)
+        cost_run_usd=run_usd, cost_run_cached_usd=run_cached_usd,
+        reasoning_per_vote=round(load.reasoning, 3), reasoning_measured=load.reasoning_measured,
+        reasoning_cost_usd=round((load.rows + rows2) * load.reasoning
+                                 * (load.batch_rates if load.transport == "batch" else load.rates)[1] / 1e6, 6))
 
 
 def _rounded(cost: dict[str, float]) -> dict[str, float]:
@@ -369,6 +388,7 @@ async def run_pilot(config: CouncilConfig, bank: Path, responses: Path, rows: li
         raise ConfigError(f"the pilot run {result.run_dir.name} graded no row; its unanimity rate is unknown "
                           f"(`council show {result.run_dir.name}` says why)")
     low, high = wilson_interval(unanimous, graded)
+    reasoning = {v: j["reasoning_tokens_per_vote"] for v, j in (summary.get("judge_tokens") or {}).items()}
     return Unanimity(rate=unanimous / graded, low=low, high=high, source="pilot",
                      pilot={"run_id": result.run_dir.name, "run_dir": str(result.run_dir), "rows": graded,
-                            "unanimous": unanimous, "cost_usd": summary["cost_usd"]})
+                            "unanimous": unanimous, "cost_usd": summary["cost_usd"], "reasoning_per_vote": reasoning})

@@ -50,6 +50,9 @@ from urllib.parse import urlparse
 import aiohttp
 import orjson
 
+from council.core.vendors import resolve_vendor
+from council.transport.shape import shape_for
+
 __all__ = ["LoadtestReport", "StepResult", "add_parser", "loadtest", "run"]
 
 CLEAN_SHARE = 0.01
@@ -206,6 +209,9 @@ def _api_key(base_url: str, api_key_env: str | None) -> str:
     raise ConfigError(f"environment variable {api_key_env} is not set (API key for {base_url})")
 
 
+LOADTEST_THINKING = 128  # reasoning tokens a request may spend: the least Gemini 2.5 Pro takes
+
+
 async def loadtest(
     base_url: str,
     model: str,
@@ -224,6 +230,9 @@ async def loadtest(
     if start_rpm <= 0 or growth <= 0 or steps < 1 or step_s <= 0 or max_concurrency < 1 or max_tokens < 1:
         raise ValueError("start_rpm, growth, step_s > 0; steps, max_concurrency, max_tokens >= 1")
     url = base_url.rstrip("/") + "/chat/completions"
+    # the request fitted to the model (council.transport.shape), reasoning at its least: a quota is what is measured
+    fields = {"model": model, **shape_for(model, resolve_vendor(model) or "", temperature=0.0, reasoning="off",
+                                          effort="minimal", thinking_budget=LOADTEST_THINKING).fields(max_tokens)}
     report = LoadtestReport(
         base_url=base_url, model=model, start_rpm=start_rpm, growth=growth, step_s=step_s,
         max_tokens=max_tokens, prompt_chars=prompt_chars, max_concurrency=max_concurrency,
@@ -293,8 +302,7 @@ async def loadtest(
                         continue
                     counter += 1
                     payload = orjson.dumps({
-                        "model": model, "max_tokens": max_tokens, "temperature": 0,
-                        "messages": [{"role": "user", "content": _prompt(counter, prompt_chars)}],
+                        **fields, "messages": [{"role": "user", "content": _prompt(counter, prompt_chars)}],
                     })
                     call = _Call(clock())
                     step.calls.append(call)

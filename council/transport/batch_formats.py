@@ -24,6 +24,7 @@ from typing import Any
 
 import orjson
 
+from council.transport.shape import RequestShape, plain
 from council.transport.wire import AnthropicWire, MalformedReply, OpenAIWire, Reply
 
 OPENAI_URL = "/v1/chat/completions"
@@ -48,6 +49,13 @@ class BatchRequest:
     temperature: float = 0.0
     max_tokens: int = 256
     response_format: dict[str, Any] | None = None
+    shape: RequestShape | None = None  # the seat's (council.transport.shape): then model and temperature are its
+
+    def body(self, wire: OpenAIWire | AnthropicWire, cache_breakpoints: bool) -> dict[str, Any]:
+        """The body its synchronous call would send through ``wire``."""
+        shape = self.shape or plain(self.model, self.temperature)
+        return wire.body(shape.model, self.messages, shape.fields(self.max_tokens),
+                         response_format=self.response_format, cache_breakpoints=cache_breakpoints)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,10 +93,8 @@ class AnthropicBatch:
 
 def openai_line(request: BatchRequest, *, cache_breakpoints: bool = False) -> bytes:
     """The request's line of a JSONL input file, newline included."""
-    body = _OPENAI.body(request.model, request.messages, temperature=request.temperature,
-                        max_tokens=request.max_tokens, response_format=request.response_format,
-                        cache_breakpoints=cache_breakpoints)
-    line = {"custom_id": request.custom_id, "method": "POST", "url": OPENAI_URL, "body": body}
+    line = {"custom_id": request.custom_id, "method": "POST", "url": OPENAI_URL,
+            "body": request.body(_OPENAI, cache_breakpoints)}
     return orjson.dumps(line) + b"\n"
 
 
@@ -135,10 +141,7 @@ def anthropic_entry(request: BatchRequest, *, cache_breakpoints: bool = False) -
     """The request as an entry of a Message Batches body. Raises ``ValueError`` for a custom_id Anthropic refuses."""
     if not ANTHROPIC_CUSTOM_ID.match(request.custom_id):
         raise ValueError(f"custom_id {request.custom_id!r} does not match {ANTHROPIC_CUSTOM_ID.pattern}")
-    params = _ANTHROPIC.body(request.model, request.messages, temperature=request.temperature,
-                             max_tokens=request.max_tokens, response_format=request.response_format,
-                             cache_breakpoints=cache_breakpoints)
-    return {"custom_id": request.custom_id, "params": params}
+    return {"custom_id": request.custom_id, "params": request.body(_ANTHROPIC, cache_breakpoints)}
 
 
 def anthropic_batches(requests: Iterable[BatchRequest], *, cache_breakpoints: bool = False,

@@ -30,6 +30,7 @@ import socket
 import ssl
 import time
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -43,7 +44,8 @@ from council.protocol.config import Endpoint, RetryPolicy
 from council.transport.breaker import Breaker
 from council.transport.limiter import Limiter
 from council.transport.quota import estimate_tokens
-from council.transport.wire import Api, MalformedReply, wire_for
+from council.transport.shape import RequestShape, plain
+from council.transport.wire import Api, ErrorBody, MalformedReply, wire_for
 
 RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 520, 522, 524, 529})
 
@@ -72,8 +74,23 @@ def retry_hint_s(headers: Any) -> float | None:
         except ValueError:
             pass
     resets = [_duration_s(headers.get(h)) for h in ("x-ratelimit-reset-requests", "x-ratelimit-reset-tokens")]
+    resets += [_until_s(headers.get(f"anthropic-ratelimit-{kind}-reset"))
+               for kind in ("requests", "tokens", "input-tokens", "output-tokens")]
     resets = [r for r in resets if r is not None]
     return max(resets) if resets else None
+
+
+def _until_s(stamp: str | None) -> float | None:
+    """Seconds from now until an RFC 3339 time (Anthropic's ``anthropic-ratelimit-*-reset``), at least 0."""
+    if not stamp:
+        return None
+    try:
+        when = datetime.fromisoformat(stamp)
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
 
 def _duration_s(text: str | None) -> float | None:
@@ -163,17 +180,23 @@ class ChatClient:
         max_tokens: int = 256,
         response_format: dict[str, Any] | None = None,
         admitted: bool = False,
+        shape: RequestShape | None = None,
     ) -> ChatResult:
         """One completion, retried as the policy allows. Every attempt passes the vendor's breaker and
         limiter (the first one not the limiter if the caller has ``admitted`` it already) and reports back
         what it cost. Raises :class:`ProviderUnavailable` at once on a permanent failure or an open
-        breaker, :class:`ProviderError` when the transient faults outlast the attempts."""
-        payload = orjson.dumps(self.wire.body(model, messages, temperature=temperature, max_tokens=max_tokens,
-                                              response_format=response_format, cache_breakpoints=self.cache_breakpoints))
+        breaker, :class:`ProviderError` when the transient faults outlast the attempts. ``shape`` fits the request
+        to the seat's model (:mod:`council.transport.shape`: the id sent, its output bound with reasoning's room,
+        sampling and reasoning fields); without one, ``model`` is sent with ``temperature`` and ``max_tokens``."""
+        shape = shape or plain(model, temperature)
+        model = shape.model
+        fields = shape.fields(max_tokens)
+        payload = orjson.dumps(self.wire.body(model, messages, fields, response_format=response_format,
+                                              cache_breakpoints=self.cache_breakpoints))
         started = time.perf_counter()
         last: ProviderError | None = None
         limiter = self.limiter
-        estimate = estimate_tokens(messages, max_tokens) if limiter else 0
+        estimate = estimate_tokens(messages, max_tokens + shape.headroom) if limiter else 0
         breaker = self.breaker
         max_attempts = self.endpoint.retry.max_attempts
         for attempt in range(1, max_attempts + 1):
@@ -248,11 +271,13 @@ class ChatClient:
                     if limiter:
                         limiter.announced(*_announced(resp.headers))
                     return result
+                said = self.wire.error(resp.status, raw)
                 hint = retry_hint_s(resp.headers)
+                hint = said.retry_after_s if hint is None else hint
                 settle(0)
                 if limiter and resp.status == 429:
                     limiter.rate_limited(hint)
-                return self._http_error(model, resp.status, raw, attempt, hint), hint
+                return self._http_error(model, resp.status, said, attempt, hint), hint
         except ValueError as exc:  # aiohttp refuses to send (credentials in the URL, a bad header)
             settle(None)
             return ProviderUnavailable(f"{self.where}: cannot send ({self._clean(str(exc))})", attempts=attempt), None
@@ -266,9 +291,9 @@ class ChatClient:
             if limiter and used is not None:
                 limiter.sent(sent_at, used)
 
-    def _http_error(self, model: str, status: int, raw: bytes, attempt: int, hint: float | None) -> ProviderError:
-        """The error for a non-200 answer, permanent (:class:`ProviderUnavailable`) or not."""
-        error = self.wire.error(status, raw)
+    def _http_error(self, model: str, status: int, error: ErrorBody, attempt: int, hint: float | None) -> ProviderError:
+        """The error for a non-200 answer (``error``: what its body says), permanent (:class:`ProviderUnavailable`)
+        or not."""
         text = self._clean(error.text)
         path = self.wire.path
         said = f": {text}" if text else ""
@@ -287,6 +312,8 @@ class ChatClient:
                 cause = f"HTTP 404 for {path} (is the base URL right?){said}"
         elif status == 400 and error.unknown_model:
             cause = f"HTTP 400: unknown model {model!r}{said}"
+        elif error.refused_parameter:  # every request of the seat carries it: no point sending the next one
+            cause = f"HTTP 400: {model} refuses the request's parameters (`council check` names the fix){said}"
         elif error.no_quota:
             cause = f"HTTP {status}: the account has no quota left{said}"
         if cause is not None:
@@ -365,10 +392,13 @@ def _os_text(exc: BaseException) -> str:
 
 
 def _announced(headers: Any) -> tuple[float | None, float | None]:
-    """Limits the provider announces in ``x-ratelimit-limit-requests`` / ``-tokens`` (per minute)."""
+    """Limits the provider announces per minute: OpenAI's ``x-ratelimit-limit-requests`` / ``-tokens``, or
+    Anthropic's ``anthropic-ratelimit-requests-limit`` / ``-tokens-limit``
+    (https://docs.anthropic.com/en/api/rate-limits#response-headers)."""
     out: list[float | None] = []
-    for name in ("x-ratelimit-limit-requests", "x-ratelimit-limit-tokens"):
-        value = headers.get(name)
+    for names in (("x-ratelimit-limit-requests", "anthropic-ratelimit-requests-limit"),
+                  ("x-ratelimit-limit-tokens", "anthropic-ratelimit-tokens-limit")):
+        value = next((headers.get(n) for n in names if headers.get(n) is not None), None)
         try:
             out.append(float(value) if value is not None else None)
         except ValueError:

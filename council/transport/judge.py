@@ -31,6 +31,7 @@ from council.protocol.prompts import (
 from council.transport.client import ChatClient
 from council.transport.limiter import Limiter, LocalLedger
 from council.transport.quota import QuotaLedger, choose_batch_size, estimate_tokens
+from council.transport.shape import RequestShape, seat_shape, sent_fields
 from council.transport.wire import Api
 
 RESPONSE_FORMAT = {"type": "json_schema", "json_schema": VERDICT_SCHEMA}
@@ -80,7 +81,7 @@ class Judge:
     def __init__(
         self, member: MemberSpec, endpoint: Endpoint, params: JudgeParams, *, limiter: Limiter | None = None,
         max_batch: int = 1, seed: int = 0, prices: tuple[float, ...] = (0.0, 0.0), cache_breakpoints: bool = False,
-        api: Api = "openai",
+        api: Api = "openai", shape: RequestShape | None = None,
     ) -> None:
         self.member = member
         self.params = params
@@ -89,6 +90,8 @@ class Judge:
         self.limiter = limiter or Limiter(LocalLedger(QuotaLedger(Limits())), f"judge:{member.vendor}")
         self.client = ChatClient(endpoint, seed=seed, limiter=self.limiter, vendor=member.vendor,
                                  cache_breakpoints=cache_breakpoints, api=api)
+        # the seat's requests fitted to its model and endpoint (given: made by the driver, which has the price table)
+        self.shape = shape or seat_shape(member.judge_model, member.vendor, params, endpoint, api)
         self._queues: dict[int, deque[tuple[JudgeTask, asyncio.Future[JudgeCallRecord]]]] = {1: deque(), 2: deque()}
         self._work = asyncio.Event()
         self._pump_task: asyncio.Task[None] | None = None
@@ -148,7 +151,8 @@ class Judge:
             try:
                 k = self.batch_size()
                 # Reserve for a full batch; what a smaller batch does not use is given back on settling.
-                reserve = int(k * (self._row_chars / 4 + OUTPUT_TOKENS_PER_ROW)) + (BATCH_OVERHEAD_CHARS // 4 if k > 1 else 0)
+                reserve = (int(k * (self._row_chars / 4 + OUTPUT_TOKENS_PER_ROW)) + self.shape.headroom
+                           + (BATCH_OVERHEAD_CHARS // 4 if k > 1 else 0))
                 await self.limiter.admit(reserve)
                 round_ = self._next_round(k)
                 batch = take_batch(self._queues[round_], k)
@@ -160,7 +164,7 @@ class Judge:
                 await self.limiter.release_slot()
                 continue
             request = self._request(round_, [t for t, _ in batch])
-            self.limiter.settle(reserve, estimate_tokens(request[0], request[1]))  # the request's own estimate
+            self.limiter.settle(reserve, self._estimate(request))  # the request's own estimate
             send = asyncio.create_task(self._send(batch, request))
             self._sending.add(send)
             send.add_done_callback(self._sending.discard)
@@ -177,7 +181,7 @@ class Judge:
         still queued for this judge, get the exception at once."""
         try:
             if all(future.done() for _, future in batch):  # failed or cancelled while queued: nothing to ask
-                self.limiter.settle(estimate_tokens(request[0], request[1]), 0)
+                self.limiter.settle(self._estimate(request), 0)
                 return
             tasks = [t for t, _ in batch]
             try:
@@ -220,6 +224,10 @@ class Judge:
                     future.set_exception(ProviderUnavailable(str(exc), status=exc.status))
 
     # -- one request ---------------------------------------------------------------------------------------
+    def _estimate(self, request: _Request) -> int:
+        """A request's tokens as the quota counts them before it is sent: its bound includes reasoning's room."""
+        return estimate_tokens(request[0], request[1] + self.shape.headroom)
+
     def _request(self, round_: int, tasks: list[JudgeTask]) -> _Request:
         """Messages, output bound and response format of a request for these rows."""
         if len(tasks) == 1:
@@ -229,10 +237,8 @@ class Judge:
 
     async def _chat(self, messages: list[dict[str, str]], max_tokens: int, response_format: dict, call: Call,
                     admitted: bool) -> str:
-        result = await self.client.chat(
-            self.member.judge_model, messages, temperature=self.params.temperature, max_tokens=max_tokens,
-            response_format=response_format, admitted=admitted,
-        )
+        result = await self.client.chat(self.member.judge_model, messages, max_tokens=max_tokens,
+                                        response_format=response_format, admitted=admitted, shape=self.shape)
         call.usage = call.usage + result.usage if call.raws else result.usage  # the first answer: nothing to add to
         call.max_tokens = max_tokens
         call.attempts += result.attempts
@@ -298,7 +304,7 @@ class Judge:
                 request_id: str, batch_rows: list[str], usage: Usage) -> JudgeCallRecord:
         """One vote's record; ``batch_rows`` are the rows of its batched request in key order ([] alone)."""
         return vote_record(self.member, self.params, self.prices, task, vote, status, call, request_id, batch_rows,
-                           usage)
+                           usage, shape=self.shape)
 
 
 def one_request(params: JudgeParams, task: JudgeTask) -> _Request:
@@ -320,9 +326,12 @@ def read_vote(text: str, scale: Scale | None) -> tuple[_Vote | None, ParseStatus
 
 def vote_record(member: MemberSpec, params: JudgeParams, prices: tuple[float, ...], task: JudgeTask,
                 vote: _Vote | None, status: ParseStatus, call: Call, request_id: str, batch_rows: list[str],
-                usage: Usage, batch_id: str | None = None, cost_usd: float | None = None) -> JudgeCallRecord:
+                usage: Usage, batch_id: str | None = None, cost_usd: float | None = None,
+                shape: RequestShape | None = None) -> JudgeCallRecord:
     """One vote's record, however it was asked (a chat call, or a provider's batch: ``batch_id``); its cost is
-    ``usage`` at ``prices`` unless ``cost_usd`` says it."""
+    ``usage`` at ``prices`` unless ``cost_usd`` says it. Where the seat's ``shape`` sent more than a model, a
+    temperature and a bound (another id, reasoning fields), the request records what was sent."""
+    max_tokens = call.max_tokens or params.max_tokens
     graded = vote is not None and isinstance(vote[0], dict)
     return JudgeCallRecord(
         row_id=task.row_id, round=task.round, member=member.vendor, judge_model=member.judge_model,
@@ -334,8 +343,8 @@ def vote_record(member: MemberSpec, params: JudgeParams, prices: tuple[float, ..
         latency_s=round(time.perf_counter() - call.started, 6), attempts=call.attempts, error=call.error,
         judge_prompt_version=params.prompt_version, judge_prompt_hash=prompt_hash(task.round, task.body),
         rubric_hash=task.rubric_hash, methodology_version=METHODOLOGY_VERSION,
-        request=RequestParams(model=member.judge_model, temperature=params.temperature,
-                              max_tokens=call.max_tokens or params.max_tokens),
+        request=RequestParams(model=member.judge_model, temperature=params.temperature, max_tokens=max_tokens,
+                              sent=sent_fields(shape, member.judge_model, max_tokens)),
         request_key=task.request_key, request_id=request_id or uuid.uuid4().hex,
         batch_size=max(1, len(batch_rows)), batch_rows=batch_rows, peer_letters=task.peer_letters,
         reserve=member.reserve, batch_id=batch_id,

@@ -41,6 +41,9 @@ class ErrorBody:
     code: str | None
     unknown_model: bool = False
     no_quota: bool = False
+    # the request carries a parameter (or value) the model refuses: every request of the seat would be refused
+    refused_parameter: bool = False
+    retry_after_s: float | None = None  # the body's wait hint (Gemini's RetryInfo ``retryDelay``)
 
 
 class MalformedReply(Exception):
@@ -105,48 +108,76 @@ class OpenAIWire(_Wire):
     def headers(self, key: str) -> dict[str, str]:
         return {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
 
-    def body(self, model: str, messages: list[dict[str, str]], *, temperature: float, max_tokens: int,
+    def body(self, model: str, messages: list[dict[str, str]], fields: dict[str, Any], *,
              response_format: dict[str, Any] | None = None, cache_breakpoints: bool = False) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            "model": model, "messages": marked(messages) if cache_breakpoints else messages,
-            "temperature": temperature, "max_tokens": max_tokens,
-        }
+        """The request: ``fields`` are the seat's output bound, sampling and reasoning fields
+        (:meth:`council.transport.shape.RequestShape.fields`)."""
+        body: dict[str, Any] = {"model": model, "messages": marked(messages) if cache_breakpoints else messages, **fields}
         if response_format is not None:
             body["response_format"] = response_format
         return body
 
     def read(self, data: Any) -> Reply:
-        """A decoded completion (raises ``KeyError``, ``TypeError``... when it is not one)."""
+        """A decoded completion (raises ``KeyError``, ``TypeError``... when it is not one). Content given as chunks
+        (Mistral's reasoning models: a ``thinking`` chunk, then ``text`` chunks) reads as its text chunks joined.
+        Tokens a total counts beyond prompt and completion are reasoning billed as output that the completion left
+        out (Gemini's OpenAI-compatible endpoint: its thoughts): they join the completion, as OpenAI counts them.
+        Cached tokens are ``prompt_tokens_details.cached_tokens`` or Mistral's older ``num_cached_tokens``; a cache
+        write that overlaps them (more read and written than the prompt holds: Gemini's cache made and read by one
+        request, through OpenRouter) is the same tokens, counted once, as read."""
         choice = data["choices"][0]
         content = choice["message"].get("content")
+        if isinstance(content, list):
+            texts = [part["text"] for part in content
+                     if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)]
+            content = "".join(texts) if texts else None
         usage = data.get("usage") or {}
         details = usage.get("prompt_tokens_details") or {}
+        prompt = int(usage.get("prompt_tokens") or 0)
+        completion = int(usage.get("completion_tokens") or 0)
+        total = int(usage.get("total_tokens") or 0)
+        reasoning = int((usage.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0)
+        if total > prompt + completion:
+            hidden = total - prompt - completion
+            completion, reasoning = completion + hidden, max(reasoning, hidden)
+        cached = int(details.get("cached_tokens") or usage.get("num_cached_tokens") or 0)
+        written = int(details.get("cache_write_tokens") or 0)  # OpenRouter's (and OpenAI's) name for it
+        if cached + written > prompt:
+            written = max(0, min(written - cached, prompt - cached))
         return Reply(
             content=content if isinstance(content, str) else None,
             finish_reason=choice.get("finish_reason"),
-            usage=Usage(
-                prompt_tokens=int(usage.get("prompt_tokens") or 0),
-                completion_tokens=int(usage.get("completion_tokens") or 0),
-                total_tokens=int(usage.get("total_tokens") or 0),
-                reasoning_tokens=int((usage.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0),
-                cached_tokens=int(details.get("cached_tokens") or 0),
-                cache_write_tokens=int(details.get("cache_write_tokens") or 0),  # OpenRouter's name for it
-            ),
+            usage=Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=total,
+                        reasoning_tokens=reasoning, cached_tokens=cached, cache_write_tokens=written),
         )
 
     def error(self, status: int, raw: bytes) -> ErrorBody:
-        """An OpenAI-shaped error body ``{"error": {"message", "code"}}``, else the body's start."""
-        text, code = raw[:300].decode(errors="replace"), None
+        """An OpenAI-shaped error body ``{"error": {"message", "code"}}``, else the body's start. A gateway's
+        error that passes on the upstream provider's (OpenRouter: "Provider returned error", the upstream's own
+        words in ``error.metadata.raw``, its name in ``provider_name``) says both."""
+        text, code, retry = raw[:300].decode(errors="replace"), None, None
         try:
             data = orjson.loads(raw)
-            if isinstance(data, dict) and isinstance(data.get("error"), dict):
+            if isinstance(data, list) and data and isinstance(data[0], dict):  # Gemini's: a list of one error
+                data = data[0]
+            if isinstance(data, dict) and isinstance(data.get("error"), dict) and "status" in data["error"]:
+                error = data["error"]  # Google's {"code": 429, "message", "status": "RESOURCE_EXHAUSTED", "details"}
+                text, code, retry = str(error.get("message", ""))[:300], str(error["status"]), _retry_delay(error)
+            elif isinstance(data, dict) and isinstance(data.get("error"), dict):
                 error = data["error"]
-                text = str(error.get("message", ""))[:300]
+                text = str(error.get("message", ""))
+                metadata = error.get("metadata")
+                upstream = metadata.get("raw") if isinstance(metadata, dict) else None
+                if isinstance(upstream, str) and upstream.strip() and upstream not in text:
+                    provider = metadata.get("provider_name")
+                    text = f"{text} ({provider}): {upstream}" if isinstance(provider, str) else f"{text}: {upstream}"
+                text = text[:300]
                 code = str(error["code"]) if error.get("code") is not None else None
         except orjson.JSONDecodeError:
             pass
         return ErrorBody(text, code, unknown_model=_names_missing_model(text, code),
-                         no_quota=status == 429 and code == "insufficient_quota")
+                         no_quota=status == 429 and code == "insufficient_quota",
+                         refused_parameter=status == 400 and _refuses_parameter(text, code), retry_after_s=retry)
 
 
 # Anthropic's stop reasons in the finish reasons the council reads (OpenAI's); any other passes as it is.
@@ -163,11 +194,12 @@ class AnthropicWire(_Wire):
     def headers(self, key: str) -> dict[str, str]:
         return {"x-api-key": key, "anthropic-version": ANTHROPIC_VERSION, "Content-Type": "application/json"}
 
-    def body(self, model: str, messages: list[dict[str, str]], *, temperature: float, max_tokens: int,
+    def body(self, model: str, messages: list[dict[str, str]], fields: dict[str, Any], *,
              response_format: dict[str, Any] | None = None, cache_breakpoints: bool = False) -> dict[str, Any]:
         """System messages become the top-level ``system`` (text blocks), the other turns ``messages`` of text
-        blocks; the blocks :func:`marked` marks carry their ``cache_control``. ``response_format`` is not sent:
-        the Messages API has no such field (the prompt asks for the JSON shape)."""
+        blocks; the blocks :func:`marked` marks carry their ``cache_control``; ``fields`` as for chat completions
+        (``max_tokens``, ``temperature`` or ``thinking``). ``response_format`` is not sent: the Messages API has no
+        such field (the prompt asks for the JSON shape)."""
         system: list[dict[str, Any]] = []
         turns: list[dict[str, Any]] = []
         for message in marked(messages) if cache_breakpoints else messages:
@@ -176,10 +208,10 @@ class AnthropicWire(_Wire):
                 system.extend(blocks)
             else:
                 turns.append({"role": message["role"], "content": blocks})
-        body: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "messages": turns}
+        body: dict[str, Any] = {"model": model, "max_tokens": fields["max_tokens"], "messages": turns}
         if system:
             body["system"] = system
-        body["temperature"] = temperature
+        body.update((k, v) for k, v in fields.items() if k != "max_tokens")
         return body
 
     def read(self, data: Any) -> Reply:
@@ -217,7 +249,7 @@ class AnthropicWire(_Wire):
         code = str(error["type"]) if error.get("type") is not None else None
         names_model = code == "not_found_error" and bool(re.search(r"\bmodel\b", text, re.IGNORECASE))
         return ErrorBody(text, code, unknown_model=names_model or _names_missing_model(text, code),
-                         no_quota=code == "billing_error")
+                         no_quota=code == "billing_error", refused_parameter=status == 400 and _refuses_parameter(text, code))
 
 
 Wire = OpenAIWire | AnthropicWire
@@ -246,3 +278,30 @@ _MISSING_MODEL = re.compile(
 
 def _names_missing_model(text: str, code: str | None) -> bool:
     return code in ("model_not_found", "model_not_available") or bool(_MISSING_MODEL.search(text))
+
+
+# What a 400 says when the request carries a parameter or value the model refuses whatever the prompt: OpenAI's codes
+# and words (https://platform.openai.com/docs/guides/reasoning), Anthropic's for extended thinking
+# (https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking), Gemini's for its thinking budget
+# (https://ai.google.dev/gemini-api/docs/thinking).
+_REFUSED_PARAMETER = re.compile(
+    r"unsupported (parameter|value)|is not supported with this model|unrecognized request argument"
+    r"|budget_tokens|thinking[ _]budget|only works in thinking mode|when thinking is enabled|thinking is not supported",
+    re.IGNORECASE,
+)
+
+
+def _refuses_parameter(text: str, code: str | None) -> bool:
+    return code in ("unsupported_parameter", "unsupported_value") or bool(_REFUSED_PARAMETER.search(text))
+
+
+def _retry_delay(error: dict[str, Any]) -> float | None:
+    """Google's RetryInfo ``retryDelay`` ("23s", "1.5s") of an error, in seconds."""
+    for detail in error.get("details") or ():
+        delay = detail.get("retryDelay") if isinstance(detail, dict) else None
+        if isinstance(delay, str) and delay.endswith("s"):
+            try:
+                return max(0.0, float(delay[:-1]))
+            except ValueError:
+                return None
+    return None

@@ -24,6 +24,7 @@ from council.protocol.prompts import request_key, round1_body
 from council.sim import SimConfig, TruthTable, VendorBehaviour, start_sim
 from council.transport.batch_formats import BatchRequest
 from council.transport.judge import JudgeTask, one_request
+from council.transport.shape import seat_shape
 from council.transport.wire import Reply
 from tests.council._loopback import serving
 from tests.sim.test_sim_batches import QUIET, clients, line, native, submit
@@ -52,11 +53,15 @@ def sim(span: float = 0.2) -> SimConfig:
 
 
 def judge(server, journal: Journal, api: str = "openai") -> BatchJudge:
+    """GPT-5's judge on OpenAI's batches, Claude's on Anthropic's (which take only Claude's own ids), each request
+    fitted to its model as the run's pool fits it (council.transport.shape)."""
     endpoint = Endpoint(base_url=server.url)
     cls = AnthropicBatches if api == "anthropic" else OpenAIBatches
-    member = MemberSpec(vendor="openai", judge_model=GPT)
-    return BatchJudge(member, PARAMS, cls(endpoint, "openai"), journal, settings=VendorSettings(api=api),
-                      batch=FAST, prices=(1.0, 2.0, 0.5, 1.0))
+    member = MemberSpec(vendor="anthropic", judge_model=CLAUDE) if api == "anthropic" else MemberSpec(
+        vendor="openai", judge_model=GPT)
+    return BatchJudge(member, PARAMS, cls(endpoint, member.vendor), journal, settings=VendorSettings(api=api),
+                      batch=FAST, prices=(1.0, 2.0, 0.5, 1.0),
+                      shape=seat_shape(member.judge_model, member.vendor, PARAMS, endpoint, api))
 
 
 async def test_the_council_reads_the_batches_the_official_sdks_create() -> None:
@@ -122,7 +127,7 @@ async def test_two_votes_with_one_prompt_share_one_request_and_split_its_usage(t
         j = judge(server, Journal(tmp_path), api)
         a, b, c = await asyncio.gather(j.submit(tasks[0]), j.submit(twin), j.submit(tasks[1]))
         await j.close()
-        stats = (await server.stats())["models"][GPT]
+        stats = (await server.stats())["models"][j.shape.model]
     assert stats["batch_billed"] == 2 and j.stats.shared == 1
     assert (a.verdict, a.reason, a.batch_id) == (b.verdict, b.reason, b.batch_id) and a.row_id != b.row_id
     assert a.usage.prompt_tokens + b.usage.prompt_tokens == stats["prompt_tokens"] - c.usage.prompt_tokens

@@ -197,7 +197,8 @@ def test_the_example_s_commented_vendor_and_budget_load_when_uncommented(tmp_pat
     budget = [line[2:] for line in lines if line.startswith("# budget_usd = ")]
     text = "\n".join([*budget, *lines[:start], *shown, *lines[end:]])
     config = CouncilConfig.model_validate(tomllib.loads(text))
-    assert config.settings("openai") == VendorSettings(rpm=5000, tpm=2_000_000, concurrency=64, max_batch=8,
+    assert config.settings("openai") == VendorSettings(base_url="https://api.openai.com/v1", api_key_env="OPENAI_API_KEY",
+                                                       model_ids="native", rpm=5000, tpm=2_000_000, concurrency=64, max_batch=8,
                                                        price_in_per_mtok=1.25, price_out_per_mtok=10.0, transport="sync")
     assert config.budget_usd == 25.0 and config.roster == CouncilConfig().roster
 

@@ -51,7 +51,9 @@ def test_sigkill_at_five_points_then_resume(tmp_path, provider):
     config.write_bytes(orjson.dumps({"vendors": {v: {"concurrency": CONCURRENCY} for v in VENDORS}}))
     runs = tmp_path / "runs"
     rows = ["--responses", str(subset(tmp_path, ITEMS))]  # a resume reads them from the manifest
-    common = ["--backend", "local", "--provider-url", provider, "--runs-dir", str(runs), "--config", str(config)]
+    # --no-check: the paid calls counted here are the run's alone (council check's would be billed too)
+    common = ["--backend", "local", "--provider-url", provider, "--no-check", "--runs-dir", str(runs), "--config",
+              str(config)]
 
     before = billed(provider)
     subprocess.run(council("run", "--run-id", "whole", *rows, *common), check=True, capture_output=True, timeout=120)

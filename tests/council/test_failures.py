@@ -405,7 +405,7 @@ async def transient_run(servers, behaviour: VendorBehaviour, n: int = 40, read_s
     config = SimConfig(seed=3, default=behaviour, vendors={}, timeout_s=timeout_s)
     sim = await servers(build_app(config))
     client = ChatClient(endpoint(sim.url + "/v1", attempts=10, read_s=read_s), vendor="openai")
-    results = await asyncio.gather(*(client.chat("openai/gpt-5", [{"role": "user", "content": f"q{i}"}])
+    results = await asyncio.gather(*(client.chat("openai/gpt-4.1-mini", [{"role": "user", "content": f"q{i}"}])
                                      for i in range(n)))
     await client.close()
     return results, sim_stats(sim), sim

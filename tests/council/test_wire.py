@@ -45,7 +45,7 @@ def assert_fits(value: dict, typed_dict: type, extra: set[str] = frozenset()) ->
 
 
 def anthropic_body(**kw) -> dict:
-    return AnthropicWire().body("claude-sonnet-4-5", MESSAGES, temperature=0.0, max_tokens=300,
+    return AnthropicWire().body("claude-sonnet-4-5", MESSAGES, {"temperature": 0.0, "max_tokens": 300},
                                 response_format=FORMAT, **kw)
 
 
@@ -67,16 +67,16 @@ def sdk_message(**kw) -> Message:
 def test_the_openai_body_has_only_fields_the_sdk_declares(cache_breakpoints):
     from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
 
-    body = OpenAIWire().body("gpt-4.1-mini", MESSAGES, temperature=0.0, max_tokens=300, response_format=FORMAT,
+    body = OpenAIWire().body("gpt-4.1-mini", MESSAGES, {"temperature": 0.0, "max_tokens": 300}, response_format=FORMAT,
                              cache_breakpoints=cache_breakpoints)
     assert_fits(body, CompletionCreateParamsNonStreaming)
     assert body["response_format"] == FORMAT and body["messages"][0]["role"] == "system"
 
 
 def test_the_openai_body_is_the_one_the_client_always_sent():
-    plain = OpenAIWire().body("m", MESSAGES, temperature=0.5, max_tokens=9)
+    plain = OpenAIWire().body("m", MESSAGES, {"max_tokens": 9, "temperature": 0.5})
     assert plain == {"model": "m", "messages": MESSAGES, "temperature": 0.5, "max_tokens": 9}
-    assert list(OpenAIWire().body("m", MESSAGES, temperature=0.5, max_tokens=9, response_format=FORMAT)) == [
+    assert list(OpenAIWire().body("m", MESSAGES, {"temperature": 0.5, "max_tokens": 9}, response_format=FORMAT)) == [
         "model", "messages", "temperature", "max_tokens", "response_format"]
 
 
@@ -114,7 +114,7 @@ def test_the_anthropic_body_lifts_the_system_prompt_and_marks_what_marked_marks(
 
 
 def test_a_conversation_without_a_system_message_sends_no_system_field():
-    body = AnthropicWire().body("claude-sonnet-4-5", MESSAGES[1:2], temperature=0.0, max_tokens=16)
+    body = AnthropicWire().body("claude-sonnet-4-5", MESSAGES[1:2], {"temperature": 0.0, "max_tokens": 16})
     assert "system" not in body and body["messages"] == [{"role": "user", "content": [{"type": "text", "text": "Round one."}]}]
 
 

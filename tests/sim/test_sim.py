@@ -98,7 +98,9 @@ async def session() -> AsyncIterator[aiohttp.ClientSession]:
 
 
 async def post(session: aiohttp.ClientSession, server: SimServer, model: str, messages: list[dict], **extra):
-    body = {"model": model, "messages": messages, "temperature": 0, **extra}
+    """A chat request with only the parameters given: what every default judge's API takes (a reasoning model
+    refuses ``temperature`` other than 1 and ``max_tokens``)."""
+    body = {"model": model, "messages": messages, **extra}
     async with session.post(f"{server.url}/chat/completions", json=body, headers=AUTH) as resp:
         return resp.status, resp.headers.copy(), await resp.json()  # case-insensitive headers
 
@@ -159,7 +161,8 @@ async def test_openai_client_completion_and_models() -> None:
         assert server.url == f"http://127.0.0.1:{server.port}/v1"
         client = openai_client(server)
         resp = await client.chat.completions.create(
-            model="openai/gpt-5", messages=round1_messages(items[0], rows[0]), temperature=0, max_tokens=200,
+            model="openai/gpt-5", messages=round1_messages(items[0], rows[0]), max_completion_tokens=20000,
+            reasoning_effort="low",
             response_format={"type": "json_schema", "json_schema": {"name": "v", "schema": {"type": "object"}}},
             extra_body={"some_unknown_field": 1},
         )
@@ -593,7 +596,7 @@ async def test_malformed_batch_and_repair(session) -> None:
 async def test_batch_usage_truncation_and_stats(session) -> None:
     items, rows = bank(8, LLAMA)
     bodies = [round1_body(i, r) for i, r in zip(items, rows)]
-    judge = "openai/gpt-5"
+    judge = "openai/gpt-4.1-mini"  # no reasoning: the cap cuts the answer itself
     async with await start_sim(one_vendor(), TruthTable.from_rows(items, rows)) as server:
         msgs = batch_messages(1, bodies[:5])
         _, _, resp = await post(session, server, judge, msgs)
@@ -654,8 +657,9 @@ async def test_truncation_and_max_tokens(session) -> None:
         with pytest.raises(ValueError):
             json.loads(content_of(body))
     async with await start_sim(one_vendor(), TruthTable.from_rows(items, rows)) as server:
-        _, _, full = await post(session, server, "openai/gpt-5", msgs)
-        _, _, cut = await post(session, server, "openai/gpt-5", msgs, max_tokens=3)
+        # A model that does not reason: the cap cuts the answer itself (reasoning: tests/sim/test_api_rules.py).
+        _, _, full = await post(session, server, "openai/gpt-4.1-mini", msgs)
+        _, _, cut = await post(session, server, "openai/gpt-4.1-mini", msgs, max_tokens=3)
     assert full["choices"][0]["finish_reason"] == "stop"
     assert cut["choices"][0]["finish_reason"] == "length" and cut["usage"]["completion_tokens"] == 3
     assert content_of(full).startswith(content_of(cut)) and len(content_of(cut)) <= 12

@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 
 QUIET = {"latency_ms": 0.0, "latency_jitter_ms": 0.0, "malformed_rate": 0.0, "name_drop_rate": 0.0,
          "prose_json_rate": 0.0, "fenced_rate": 0.0}
-GPT, CLAUDE = "openai/gpt-5", "anthropic/claude-sonnet-4.5"
+GPT, CLAUDE = "openai/gpt-5", "claude-sonnet-4-5"  # Anthropic's batches, like its Messages API, want native ids
+GPT_CAP = {"max_completion_tokens": 4000}  # what a reasoning model takes: room for its reasoning and the answer
 LLAMA = "meta-llama/llama-3.3-70b-instruct"
 SPAN = 10.0  # batch_completion_s under the fake clock
 
@@ -49,7 +50,7 @@ def table(n: int) -> tuple[TruthTable, list[list[dict]]]:
 
 def line(custom_id: str, messages: list[dict], model: str = GPT, **over) -> dict:
     return {"custom_id": custom_id, "method": "POST", "url": "/v1/chat/completions",
-            "body": {"model": model, "messages": messages, "max_tokens": 300}, **over}
+            "body": {"model": model, "messages": messages, **GPT_CAP}, **over}
 
 
 def jsonl(lines: list[dict]) -> bytes:
@@ -85,7 +86,7 @@ async def test_openai_batch_answers_as_chat_completions_out_of_order_in_real_tim
     truth, conversations = table(12)
     async with await start_sim(config(span=0.3), truth) as server:
         client, _ = clients(server)
-        sync = [(await client.chat.completions.create(model=GPT, messages=m, max_tokens=300)).choices[0].message.content
+        sync = [(await client.chat.completions.create(model=GPT, messages=m, **GPT_CAP)).choices[0].message.content
                 for m in conversations]
         await server.reset()
         batch = await submit(client, [line(f"row-{i}", m) for i, m in enumerate(conversations)])

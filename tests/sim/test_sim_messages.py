@@ -15,7 +15,7 @@ from tests.sim._clients import anthropic_client, openai_client
 
 QUIET = {"latency_ms": 0.0, "latency_jitter_ms": 0.0, "malformed_rate": 0.0, "name_drop_rate": 0.0,
          "prose_json_rate": 0.0, "fenced_rate": 0.0}
-JUDGE = "anthropic/claude-sonnet-4.5"
+JUDGE = "claude-sonnet-4-5"  # Anthropic's Messages API wants its native ids (the gateway takes them too)
 LLAMA = "meta-llama/llama-3.3-70b-instruct"
 
 

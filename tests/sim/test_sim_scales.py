@@ -314,7 +314,7 @@ async def test_graded_prompt_over_http() -> None:
     assert messages[0]["content"] == SCALE_SYSTEM_PROMPT and round1_body(items[0], rows[0]) in messages[1]["content"]
     async with await start_sim(cfg, truth) as server:
         client = openai_client(server)
-        resp = await client.chat.completions.create(model=GPT, messages=messages, temperature=0, max_tokens=400)
+        resp = await client.chat.completions.create(model=GPT, messages=messages, max_completion_tokens=4000)
         await client.close()
     content = resp.choices[0].message.content
     got, _ = read_scores(content, SCALE4)

@@ -22,6 +22,9 @@ from council.transport.quota import estimate_tokens
 
 ITEMS = {i.id: i for i in bank.load_bank(bank.SAMPLE_BANK)}
 ROWS = bank.load_responses(bank.SAMPLE_RESPONSES, list(ITEMS.values()))[:24]  # a small bank's worth of rows
+# the default seats that reason (gpt-5, gemini-2.5-pro) and the room the default judge config gives their reasoning,
+# which the estimate counts as output at most (judge.thinking_budget) until a pilot measures it
+REASONING_BOUND = {"openai": 1024, "google": 1024}
 
 
 def strategies(config: CouncilConfig, u: float, audit: float, rows=ROWS) -> tuple[dict, dict]:
@@ -40,7 +43,8 @@ def test_round_one_costs_its_tokens_at_the_rates_under_every_strategy():
         mine = [r for r in ROWS if member in eligible_members(r, config.roster, config.self_exclusion)]
         tokens_in = sum(estimate_tokens(round1_messages(ITEMS[r.item_id], r), 0) for r in mine)
         rate_in, rate_out, *_ = config.rates_for(member.judge_model, member.vendor)
-        by_hand = (tokens_in * rate_in + len(mine) * EXPECTED_OUTPUT_TOKENS * rate_out) / 1e6
+        out = EXPECTED_OUTPUT_TOKENS + REASONING_BOUND.get(member.vendor, 0)  # reasoning is billed as output
+        by_hand = (tokens_in * rate_in + len(mine) * out * rate_out) / 1e6
         for s in (all_, disputed):
             v = s["vendors"][member.vendor]
             assert v["cost_by_round_usd"]["1"] == pytest.approx(by_hand, abs=1e-6), member.vendor
@@ -135,7 +139,7 @@ def test_cached_tokens_are_paid_at_the_cache_read_rate(monkeypatch):
     assert openai.cached_tokens == by_hand and by_hand >= 1024 * len(mine)
     tokens_in2 = sum(estimate_tokens(follow(f), 0) for f in firsts)
     usage = genai_prices.Usage(input_tokens=tokens_in2, cache_read_tokens=by_hand,
-                               output_tokens=len(mine) * EXPECTED_OUTPUT_TOKENS)
+                               output_tokens=len(mine) * (EXPECTED_OUTPUT_TOKENS + REASONING_BOUND["openai"]))
     table = float(genai_prices.calc_price(usage, "gpt-5", provider_id="openai").total_price)
     assert openai.cost_cached_by_round_usd["2"] == pytest.approx(table, abs=1e-6)
     assert openai.cost_cached_usd < openai.cost_usd  # without the cache, every input token at the input rate
@@ -168,7 +172,8 @@ def test_votes_are_costed_at_both_rates_and_this_run_at_each_vendor_s_transport(
         mine = [r for r in ROWS if member in eligible_members(r, config.roster, config.self_exclusion)]
         assert all_["vendors"][vendor]["batch_size"] == 1
         tokens_in = sum(estimate_tokens(round1_messages(ITEMS[r.item_id], r), 0) for r in mine)
-        by_hand = (tokens_in * rate_in + len(mine) * EXPECTED_OUTPUT_TOKENS * rate_out) / 1e6
+        out = EXPECTED_OUTPUT_TOKENS + REASONING_BOUND.get(member.vendor, 0)  # reasoning is billed as output
+        by_hand = (tokens_in * rate_in + len(mine) * out * rate_out) / 1e6
         for s in (all_, disputed):
             v = s["vendors"][vendor]
             assert v["transport"] == "batch" and v["cost_batch_by_round_usd"]["1"] == pytest.approx(by_hand, abs=1e-6)
@@ -242,8 +247,14 @@ def test_a_pilot_is_a_run_whose_unanimity_and_interval_carry_to_the_figures(tmp_
     assert [s["unanimity"] for s in disputed] == [u["rate"], u["low"], u["high"]]
     rows = bank.load_responses(bank.SAMPLE_RESPONSES, list(ITEMS.values()))
     config = CouncilConfig()
-    bounds = [estimate(config, ITEMS, rows, unanimity=Unanimity.stated(x)).strategies[1].totals()["cost_usd"]
-              for x in (1.0, 0.0)]
+    # each judge's reasoning a vote, measured by the pilot, carried to the figures in place of its bound
+    measured = u["pilot"]["reasoning_per_vote"]
+    assert measured == {v: j["reasoning_tokens_per_vote"] for v, j in summary["judge_tokens"].items()}
+    assert 0 < measured["openai"] < 1024 and 0 < measured["google"] < 1024 and measured["anthropic"] == 0
+    vendors = data["strategies"][0]["vendors"]
+    assert vendors["openai"]["reasoning_measured"] and vendors["openai"]["reasoning_per_vote"] == measured["openai"]
+    bounds = [estimate(config, ITEMS, rows, unanimity=Unanimity(x, x, x, "stated", {"reasoning_per_vote": measured}))
+              .strategies[1].totals()["cost_usd"] for x in (1.0, 0.0)]
     costs = [s["cost_usd"] for s in disputed]
     assert bounds[0] <= costs[2] <= costs[0] <= costs[1] <= bounds[1]  # more unanimity, less round two
     assert bounds[1] == data["cost_usd"]  # u = 0 is all
