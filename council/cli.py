@@ -94,9 +94,6 @@ def build_parser() -> argparse.ArgumentParser:
     council_args(run.add_argument_group("who grades"))
     protocol_args(run.add_argument_group("how (recorded in the manifest, fixed once the run starts)"))
     running_args(run.add_argument_group("where the run goes and where its calls are made"))
-    run.add_argument("--no-check", action="store_true",
-                     help="start without `council check`, which a run against any provider but the embedded one "
-                          "runs first (default: checked)")
     run.add_argument("--resume", metavar="RUN_ID",
                      help="continue this run from its archive after a crash or a stop, with the settings it started "
                           "with (only where and how calls are made may change) (default: none: a new run)")
@@ -457,8 +454,21 @@ def _grade(args: argparse.Namespace, command_line: str) -> int:
     raycluster.keep_native_notices_off_stderr()  # Ray's C++ notices go to its log folder, not this terminal
     config = council_config(args) if resume is None else None
     url = provider_url(args, config) if resume is None else None
-    if config is not None and args.command == "run":
-        _preflight(args, config, url)
+    imported, skipped = None, []
+    if args.command == "grade":
+        result = importers.load_from_args(args, bank.load_bank(args.bank), vendor_map=config.vendor_map)
+        if result.problems and not args.skip_invalid:
+            raise InputError([*result.problems, f"nothing was graded; fix the records, or pass --skip-invalid to "
+                                                f"grade the {len(result.rows)} valid ones"])
+        for problem in result.problems[:20]:
+            say(f"[yellow]skipped:[/yellow] {escape(problem)}", to=console)
+        if len(result.problems) > 20:
+            say(f"[yellow]... and {len(result.problems) - 20} more problems[/yellow]", to=console)
+        say(f"imported {len(result.rows)} rows from {escape(str(args.responses))} ({args.format}; bank ids: "
+            f"{escape(result.ids)})", to=console)
+        imported, skipped = result.rows, result.problems
+    if config is not None:
+        _preflight(args, config, url, imported)
     if resume is None:
         seats = _seats(config.roster)
     else:
@@ -470,19 +480,6 @@ def _grade(args: argparse.Namespace, command_line: str) -> int:
     # A Ray that was up before the command (a caller's, in this process) is the caller's: left running.
     ray_was_up = raycluster.is_up()
     with ProgressDisplay(board, args.progress_every):
-        imported, skipped = None, []
-        if args.command == "grade":
-            result = importers.load_from_args(args, bank.load_bank(args.bank), vendor_map=config.vendor_map)
-            if result.problems and not args.skip_invalid:
-                raise InputError([*result.problems, f"nothing was graded; fix the records, or pass --skip-invalid to "
-                                                    f"grade the {len(result.rows)} valid ones"])
-            for problem in result.problems[:20]:
-                say(f"[yellow]skipped:[/yellow] {escape(problem)}", to=console)
-            if len(result.problems) > 20:
-                say(f"[yellow]... and {len(result.problems) - 20} more problems[/yellow]", to=console)
-            say(f"imported {len(result.rows)} rows from {escape(str(args.responses))} ({args.format}; bank ids: "
-                f"{escape(result.ids)})", to=console)
-            imported, skipped = result.rows, result.problems
         hooks = board.hooks()
         hooks.sole_ray_run = not ray_was_up  # a Ray the command starts is its run's alone
 
@@ -608,14 +605,15 @@ def _check(args: argparse.Namespace) -> int:
     return EXIT_OK if all(c.ok for c in checks) else EXIT_INPUT
 
 
-def _checks(args: argparse.Namespace, config: CouncilConfig, url: str | None) -> list:
+def _checks(args: argparse.Namespace, config: CouncilConfig, url: str | None, rows: list | None = None) -> list:
     """Every seat checked (:mod:`council.tools.check`) against ``url``, or against the embedded provider (None)
-    started for the check with the run's behaviour."""
+    started for the check with the run's behaviour, on ``rows`` (default: --responses)."""
     from council.tools.check import check_council
     from council.tools.estimate import estimate
 
     items = {i.id: i for i in bank.load_bank(args.bank)}
-    rows = bank.load_responses(args.responses, list(items.values()), vendor_map=config.vendor_map)
+    if rows is None:
+        rows = bank.load_responses(args.responses, list(items.values()), vendor_map=config.vendor_map)
     votes = {v.vendor: v.votes for v in estimate(config, items, rows).vendors}
 
     async def main() -> list:
@@ -632,14 +630,14 @@ def _checks(args: argparse.Namespace, config: CouncilConfig, url: str | None) ->
     return asyncio.run(main())
 
 
-def _preflight(args: argparse.Namespace, config: CouncilConfig, url: str | None) -> None:
-    """`council check` before a run against a real provider (``url``, or a vendor's own API); ConfigError naming
-    every seat that failed."""
-    if url is None or args.no_check:  # the embedded provider: nothing to check before it
+def _preflight(args: argparse.Namespace, config: CouncilConfig, url: str | None, rows: list | None = None) -> None:
+    """`council check` before a run against a real provider (``url``, or a vendor's own API), on the run's ``rows``
+    (default: --responses); ConfigError naming every seat that failed (ProviderUnavailable where none can be used)."""
+    if url is None or args.no_check or (not rows and args.command == "grade"):  # the embedded provider; nothing to grade
         return
     from council.console.check import print_checks
 
-    checks = _checks(args, config, url)
+    checks = _checks(args, config, url, rows)
     print_checks(checks, to_stderr=True)
     failed = [c for c in checks if not c.ok]
     if failed:

@@ -130,6 +130,9 @@ def running_args(p: argparse.ArgumentParser) -> None:
                    help="name of the new run's folder; an existing run is never overwritten (default: the UTC time "
                         "and a random suffix, e.g. 20261130-210326-ffbe)")
     provider_args(p)
+    p.add_argument("--no-check", action="store_true",
+                   help="start without `council check` (one request per seat), which a run against any provider but "
+                        "the embedded one runs first (default: checked)")
     p.add_argument("--reuse-from", action="append", default=[], metavar="RUN_ID",
                    help="serve votes whose request is archived in this earlier run from its archive; repeatable "
                         "(default: none)")

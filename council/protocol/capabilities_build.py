@@ -15,8 +15,8 @@ Where the facts come from:
   models, DeepSeek's and Qwen's reasoning models' sampling rules, Qwen's thinking models.
 
 The profiles are asked about the names in :data:`MODELS` (the provider-native names of the judges people use);
-:func:`council.protocol.capabilities.capabilities_of` matches a model by the longest of these names its own
-native name starts with (``gpt-5-2025-08-07`` is ``gpt-5``'s).
+:func:`council.protocol.capabilities.capabilities_of` matches a model by the longest of these names of which its own
+name is a version (``gpt-5-2025-08-07`` is ``gpt-5``'s).
 """
 
 from __future__ import annotations

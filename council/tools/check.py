@@ -129,12 +129,13 @@ def _task(member: MemberSpec, config: CouncilConfig, item: BankItem, row: Respon
 def _read(check: SeatCheck, outcome: JudgeCallRecord | BaseException, shape: RequestShape, endpoint: Endpoint,
           config: CouncilConfig) -> None:
     """What a seat's answer (or failure) says, into ``check``."""
-    if isinstance(outcome, BaseException):
+    if isinstance(outcome, ProviderError):
         check.status = "unusable" if isinstance(outcome, ProviderUnavailable) else "error"
         check.detail = str(outcome)
         check.fix = fix_for(check.detail, check, shape, endpoint, config)
-        if not isinstance(outcome, ProviderError):
-            check.status, check.detail = "error", f"{type(outcome).__name__}: {outcome}"
+        return
+    if isinstance(outcome, BaseException):
+        check.status, check.detail = "error", f"{type(outcome).__name__}: {outcome}"
         return
     usage = outcome.usage
     check.prompt_tokens, check.completion_tokens = usage.prompt_tokens, usage.completion_tokens

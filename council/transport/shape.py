@@ -157,7 +157,8 @@ def reasoning_variant(model: str, vendor: str, params: Any) -> str:
 def sent_fields(shape: RequestShape | None, model: str, max_tokens: int) -> dict[str, Any] | None:
     """What a request of ``shape`` for ``model`` (the seat's id) sent besides its messages, for the vote's record;
     None where it sent only that id, its temperature and ``max_tokens`` (a record as it was before shapes)."""
-    if shape is None or shape == plain(model, shape.temperature if shape.temperature is not None else -1.0):
+    if shape is None or (shape.model == model and shape.budget_param == "max_tokens" and shape.temperature is not None
+                         and not shape.reasoning and not shape.headroom):
         return None
     return {"model": shape.model, **shape.fields(max_tokens)}
 

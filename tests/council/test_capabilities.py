@@ -11,13 +11,15 @@ import pytest
 import pytest_asyncio
 
 import bank
-from council.core.errors import ProviderUnavailable
+from council.core.errors import ProviderUnavailable, RateLimited
 from council.protocol import capabilities_build
 from council.protocol.capabilities import UNKNOWN, capabilities_of, native_id, table
-from council.protocol.config import Endpoint, JudgeParams, RetryPolicy
+from council.protocol.config import Endpoint, JudgeParams, Limits, RetryPolicy
 from council.protocol.prompts import round1_body, single_messages
 from council.sim import SimConfig, TruthTable, start_sim
 from council.transport.client import ChatClient
+from council.transport.limiter import Limiter, LocalLedger
+from council.transport.quota import QuotaLedger
 from council.transport.shape import RequestShape, nearest_effort, reasoning_variant, seat_shape, shape_for
 
 PARAMS = JudgeParams()
@@ -194,3 +196,43 @@ async def test_gemini_refuses_a_thinking_budget_below_its_minimum(sim):
     assert shape.problems  # found before any request; and the provider refuses it too
     with pytest.raises(ProviderUnavailable, match="HTTP 400"):
         await ask(where, shape)
+
+
+# -- each provider's own rate-limit signals -------------------------------------------------------------------------
+
+
+async def test_gemini_s_retry_delay_in_its_429_body_is_the_wait_hint():
+    """Gemini's 429 has no rate-limit header; its RESOURCE_EXHAUSTED body carries RetryInfo's retryDelay."""
+    config = SimConfig.planted(seed=0)
+    config = config.model_copy(update={"vendors": {**config.vendors, "google": config.behaviour("google").model_copy(
+        update={"rpm": 6})}})  # one request, then ten seconds to wait
+    server = await start_sim(config, TruthTable.from_rows(ITEMS.values(), ROWS))
+    try:
+        where = endpoint(server, "google")
+        shape = seat_shape("google/gemini-2.5-pro", "google", PARAMS, where)
+        assert (await ask(where, shape)).content
+        with pytest.raises(RateLimited) as info:
+            await ask(where, shape)
+    finally:
+        await server.close()
+    assert info.value.retry_after_s is not None and 5.0 <= info.value.retry_after_s <= 10.0
+
+
+async def test_anthropic_s_own_headers_announce_its_limits():
+    """The Messages API says its limits in anthropic-ratelimit-* headers, not OpenAI's x-ratelimit-*."""
+    config = SimConfig.planted(seed=0)
+    config = config.model_copy(update={"vendors": {**config.vendors, "anthropic": config.behaviour(
+        "anthropic").model_copy(update={"rpm": 600, "tpm": 90_000})}})
+    server = await start_sim(config, TruthTable.from_rows(ITEMS.values(), ROWS))
+    where = endpoint(server, "anthropic")
+    ledger = QuotaLedger(Limits())
+    limiter = Limiter(LocalLedger(ledger), "judge:anthropic")
+    client = ChatClient(where, api="anthropic", limiter=limiter, vendor="anthropic")
+    shape = seat_shape("anthropic/claude-sonnet-4.5", "anthropic", PARAMS, where, "anthropic")
+    try:
+        await client.chat(shape.model, MESSAGES, max_tokens=PARAMS.max_tokens, shape=shape)
+        await limiter.flush()
+    finally:
+        await client.close()
+        await server.close()
+    assert ledger.report()["announced"] == {"rpm": 600.0, "tpm": 90_000.0}

@@ -17,6 +17,8 @@ import orjson
 import pytest
 from aiohttp import web
 
+import bank
+
 from council.cli import EXIT_INPUT, EXIT_OK, main
 
 RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "recorded"
@@ -155,3 +157,15 @@ def test_a_run_against_a_real_provider_checks_first_and_sends_no_row_when_a_seat
 def test_a_seat_on_the_batch_transport_is_checked_with_a_batch_of_one_too():
     code, report = check_json("--transport", "batch", "--batch-wait", "60")
     assert code == EXIT_OK and all(s["batch"] == "ok" for s in report["seats"])
+
+
+def test_grading_another_benchmark_s_outputs_checks_first_too(tmp_path, monkeypatch):
+    body = orjson.dumps({"error": {"message": "Incorrect API key provided.", "type": "invalid_request_error",
+                                   "code": "invalid_api_key"}})
+    monkeypatch.setenv("COUNCIL_API_KEY", "not-a-key")
+    runs = tmp_path / "runs"
+    with answering(401, body) as (url, got):
+        code, _, err = run("grade", "--responses", str(bank.SAMPLE_RESPONSES), "--provider-url", url, "--backend",
+                           "local", "--runs-dir", str(runs))
+    assert code == 5 and "council check: 6 seat(s) cannot grade" in err and len(got) == len(SEATS)
+    assert not runs.exists()

@@ -64,7 +64,9 @@ def whole(provider, tmp_path_factory):
 def test_a_signal_stops_cleanly_and_the_run_resumes(tmp_path, provider, whole, backend, signum):
     reference, subset, config = whole
     runs = tmp_path / "runs"
-    common = ["--backend", backend, "--provider-url", provider, "--runs-dir", str(runs), "--responses", str(subset)]
+    # --no-check: the calls billed here are the run's alone (council check's would be billed too)
+    common = ["--backend", backend, "--provider-url", provider, "--no-check", "--runs-dir", str(runs), "--responses",
+              str(subset)]
     total = sum(archived_calls(reference)[1:])
 
     before = stats(provider)
@@ -113,7 +115,7 @@ def test_a_second_ctrl_c_stops_at_once(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("twice")
     with sim_process(slow, tmp) as url:
         runs = tmp / "runs"
-        with command(council("run", "--backend", "local", "--provider-url", url, "--runs-dir", str(runs),
+        with command(council("run", "--backend", "local", "--provider-url", url, "--no-check", "--runs-dir", str(runs),
                              "--run-id", "twice"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline and not (runs / "twice" / "round1.jsonl").exists():

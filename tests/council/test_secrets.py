@@ -116,12 +116,15 @@ def test_the_key_is_found_nowhere(tmp_path, sim_process, capsys, monkeypatch):
     assert cli("grade", *common, "--run-id", "bad-roster", "--responses", str(responses), "--provider-url", url,
                "--config", str(config)) != 0
 
-    # a provider URL with a wrong path: every call is answered 404
-    assert cli("grade", *common, "--run-id", "wrong-path", "--responses", str(responses),
-               "--provider-url", url.removesuffix("/v1") + "/wrong/v1") != 0
+    # a provider URL with a wrong path: every call is answered 404 (council check says so, and without the check the
+    # run meets it and writes its log)
+    for check in ((), ("--no-check",)):
+        assert cli("grade", *common, *check, "--run-id", "wrong-path", "--responses", str(responses),
+                   "--provider-url", url.removesuffix("/v1") + "/wrong/v1") != 0
     # a provider that is not there at all
-    assert cli("grade", *common, "--run-id", "no-provider", "--responses", str(responses),
-               "--provider-url", "http://127.0.0.1:9/v1") != 0
+    for check in ((), ("--no-check",)):
+        assert cli("grade", *common, *check, "--run-id", "no-provider", "--responses", str(responses),
+                   "--provider-url", "http://127.0.0.1:9/v1") != 0
 
     assert any((runs / r / "log.jsonl").is_file() for r in ("wrong-path", "no-provider"))
     assert leaks_under(tmp_path) == {}
