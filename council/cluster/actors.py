@@ -57,14 +57,15 @@ class ElicitorActor:
     judge, or on its own (``own_ledger``) where it is the vendor's only holder."""
 
     def __init__(self, vendor: str, endpoint: Endpoint, settings: VendorSettings, max_tokens: int,
-                 prices: dict[str, tuple[float, ...]], seed: int, own_ledger: bool = False) -> None:
+                 prices: dict[str, tuple[float, ...]], seed: int, own_ledger: bool = False,
+                 params: JudgeParams | None = None) -> None:
         from elicitor import Elicitor
 
         self._ledger = holder_ledger(vendor, settings.limits, own=own_ledger)
         limiter = Limiter(self._ledger, f"elicitor:{vendor}:{os.getpid()}", concurrency=settings.concurrency,
                           seed=seed)
         self._elicitor = Elicitor(endpoint, limiter, vendor=vendor, max_tokens=max_tokens, prices=prices, seed=seed,
-                                  api=settings.api)
+                                  api=settings.api, params=params)
 
     async def elicit_batch(self, tasks: list) -> list:
         return await self._elicitor.elicit_batch(tasks)

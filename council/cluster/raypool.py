@@ -65,7 +65,7 @@ class RayPool:
         self.elicitor_actors = {
             v: ElicitorActor.options(**options).remote(
                 v, endpoints[v], config.settings(v), config.elicit_max_tokens, _model_prices(config, models, v),
-                config.seed, v in own)
+                config.seed, v in own, config.judge)
             for v in elicited
         }
         # the actor that keeps each such vendor's ledger

@@ -50,13 +50,6 @@ class RequestShape:
         out.update(self.reasoning)
         return out
 
-    def key(self) -> str:
-        """What of the shape changes the answer (for request keys): "" for a model that does not reason, so the keys
-        of a non-reasoning seat are what they were before shapes existed."""
-        if not self.reasons:
-            return ""
-        return f"{self.model}|{sorted(self.reasoning.items())!r}|{self.headroom}"
-
 
 def plain(model: str, temperature: float = 0.0) -> RequestShape:
     """The shape of a request to a model with no rules to follow (tests, tools): ``max_tokens`` and a temperature."""
@@ -132,7 +125,6 @@ def nearest_effort(wanted: str, accepted: tuple[str, ...]) -> str:
     if not known:
         return accepted[0]
     return min(known, key=lambda e: (abs(EFFORT_ORDER.index(e) - rank), -EFFORT_ORDER.index(e)))
-
 
 
 def seat_shape(model: str, vendor: str, params: Any, endpoint: Any, api: str = "openai") -> RequestShape:
