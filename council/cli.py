@@ -47,6 +47,7 @@ from council.grading.stop import StopControl, Stopped
 from council.protocol.config import CouncilConfig, validation_problems
 from council.report.background import ReportDrawing
 from council.run.runner import RunRequest, RunResult, provider_endpoint, reports_off, resume_council, run_council
+from council.store.lock import RunLock
 from council.store.runfolder import MANIFEST, RunFolder
 from council.tools import loadtest
 
@@ -699,7 +700,11 @@ def _rescore(args: argparse.Namespace) -> int:
     from council.scoring.scoring import rescore
 
     folder = open_run(args.runs_dir, args.run_id)
-    summary = rescore(folder)
+    folder.lock = RunLock.take(folder.path, "council rescore")  # not while a run writes it
+    try:
+        summary = rescore(folder)
+    finally:
+        folder.release()
     say(f"rescored {escape(folder.path.name)}: {summary['rows']} rows, {len(summary['models'])} models")
     print_partial(summary)
     print_warnings(summary)

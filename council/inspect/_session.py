@@ -155,6 +155,7 @@ class Session:
         if self._sim is not None:
             await self._sim.close()
         self.folder.close()
+        self.folder.release()
 
     def _admit(self, item: BankItem, row: ResponseRow, sample_uuid: str | None) -> None:
         """Enter the row (and its item) in the run folder, unless it is there already with the same content."""

@@ -168,7 +168,21 @@ async def run_council(
     _unless_stopped(stop)
     reusable = reusable_votes(req.runs_dir, req.reuse_from)
     sim_config = sim_behaviour(req.sim_config, req.config.seed) if req.provider_url is None else None
-    folder = RunFolder.create(req.runs_dir, req.run_id or new_run_id(), compress=req.config.compress_archive)
+    folder = RunFolder.create(req.runs_dir, req.run_id or new_run_id(), compress=req.config.compress_archive,
+                              command=req.command)
+    try:
+        return await _start(folder, req, items, scan, reusable, sim_config, stop, hooks, began)
+    finally:
+        folder.release()
+
+
+async def _start(folder: RunFolder, req: RunRequest, items: list[BankItem], scan: Any, reusable: dict,
+                 sim_config: dict | None, stop: StopControl, hooks: RunHooks, began: float) -> RunResult:
+    """A new run in its just-made ``folder``: its rows, its manifest (before any call), then the grading."""
+    if folder.recovered:
+        logs.get_logger("council.run").warning(
+            "run.recovered", run_id=folder.path.name,
+            detail="a half-made folder of this id, left by a run killed before its manifest (nothing paid), replaced")
     if req.models:
         info = RowsInfo()
         used = {i.id for i in items}
@@ -263,8 +277,20 @@ async def resume_council(
     stop: StopControl | None = None,
     hooks: RunHooks | None = None,
 ) -> RunResult:
-    """Continue ``run_id`` from its archive, with the configuration it was started with."""
-    folder = RunFolder.open_run(Path(runs_dir), run_id)
+    """Continue ``run_id`` from its archive, with the configuration it was started with; refused at once while
+    another process writes it (:mod:`council.store.lock`)."""
+    folder = RunFolder.open_to_write(Path(runs_dir), run_id, command)
+    try:
+        return await _resume(folder, Path(runs_dir), run_id, backend=backend, provider_url=provider_url,
+                             ray_address=ray_address, shards=shards, budget_usd=budget_usd, command=command, stop=stop,
+                             hooks=hooks)
+    finally:
+        folder.release()
+
+
+async def _resume(folder: RunFolder, runs_dir: Path, run_id: str, *, backend: str | None, provider_url: str | None,
+                  ray_address: str | None, shards: int | None, budget_usd: float | None, command: str,
+                  stop: StopControl | None, hooks: RunHooks | None) -> RunResult:
     manifest = RunManifest.model_validate(folder.read_json(MANIFEST))
     items = read_jsonl(folder.path / ITEMS, BankItem)
     folder.drop_torn_tails()

@@ -9,6 +9,7 @@ reads both forms.
 from __future__ import annotations
 
 import os
+import shutil
 import unicodedata
 from array import array
 from collections import OrderedDict
@@ -23,6 +24,7 @@ from pydantic import BaseModel, ValidationError
 from council.core.errors import RunFolderError
 from council.core.schema import ElicitedRecord, JudgeCallRecord
 from council.store import archive
+from council.store.lock import LOCK, RunLock, busy_message, writer_of
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -125,26 +127,49 @@ class RunFolder:
     def __init__(self, path: Path, *, compress: bool = False) -> None:
         self.path = path
         self.compress = compress
+        self.lock: RunLock | None = None  # held while this process writes the run (create, resume)
+        self.recovered = False  # made over a half-created folder a killed run left (no manifest: nothing paid)
         self._tails: dict[str, _Tail] = {}
         self._repaired: set[str] = set()  # archives made appendable since opened (see :meth:`drop_torn_tails`)
         self._index: ArchiveIndex | None = None
 
     @classmethod
-    def create(cls, runs_dir: Path, run_id: str, *, compress: bool = False) -> RunFolder:
-        """A new, empty run folder ``runs_dir/run_id`` (see :func:`run_path` for the ids allowed)."""
+    def create(cls, runs_dir: Path, run_id: str, *, compress: bool = False, command: str = "") -> RunFolder:
+        """A new, empty run folder ``runs_dir/run_id`` (see :func:`run_path` for the ids allowed), its lock held by
+        this process (:mod:`council.store.lock`). A folder of that name that a killed run left half-created (no
+        manifest, so no call was made; no live writer) is replaced (``recovered``); any other is never overwritten."""
         path = run_path(runs_dir, run_id)
+        recovered = half_created(path)
+        if recovered:
+            shutil.rmtree(path)
+        exists = RunFolderError(f"run folder {path} already exists: a run is never overwritten; re-grading is a new "
+                                "run (pass another --run-id)")
         if path.exists() or path.is_symlink():
-            raise RunFolderError(f"run folder {path} already exists: a run is never overwritten; "
-                                 "re-grading is a new run (pass another --run-id)")
+            raise exists
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.mkdir()
         except FileExistsError:
-            raise RunFolderError(f"run folder {path} already exists: a run is never overwritten; "
-                                 "re-grading is a new run (pass another --run-id)") from None
+            raise exists from None
         except OSError as exc:
             raise RunFolderError(f"cannot create run folder {path}: {exc.strerror or exc}") from exc
-        return cls(path, compress=compress)
+        folder = cls(path, compress=compress)
+        folder.lock, folder.recovered = RunLock.take(path, command), recovered
+        return folder
+
+    @classmethod
+    def open_to_write(cls, runs_dir: Path, run_id: str, command: str = "") -> RunFolder:
+        """The existing run ``run_id``, to be written by this process alone (a resume, a rescore): its lock taken,
+        or :class:`RunFolderError` naming the process that writes it."""
+        folder = cls.open_run(runs_dir, run_id)
+        folder.lock = RunLock.take(folder.path, command)
+        return folder
+
+    def release(self) -> None:
+        """Give up the folder's lock (another process may write it from now on)."""
+        if self.lock is not None:
+            self.lock.release()
+            self.lock = None
 
     @classmethod
     def open(cls, path: Path) -> RunFolder:
@@ -156,6 +181,13 @@ class RunFolder:
             why = "not a folder" if path.exists() else "no such folder"
             raise RunFolderError(f"{path} is not a run folder ({why})")
         if not (path / MANIFEST).is_file():
+            writer = writer_of(path)
+            if writer is not None:
+                raise RunFolderError(f"{busy_message(path, writer)} (it is being created)")
+            if half_created(path):
+                raise RunFolderError(f"run {path.name} was killed before it began (no {MANIFEST}: no call was made, "
+                                     f"nothing was paid): start it again with `council run --run-id {path.name}` and "
+                                     f"its options, which replaces the half-made folder")
             raise RunFolderError(f"{path} is not a run folder (no {MANIFEST})")
         return cls(path, compress=any(path.glob("*.jsonl" + archive.ZST)))
 
@@ -334,6 +366,15 @@ class RunFolder:
 
     def read_elicited(self) -> list[ElicitedRecord]:
         return read_jsonl(self.path / ELICITED, ElicitedRecord, missing_ok=True)
+
+
+def half_created(path: Path) -> bool:
+    """Whether ``path`` is a run folder a killed run left before its manifest was written (so before any call was
+    made): a folder, no manifest, nothing but what a run writes first (its lock, its rows), and no live writer."""
+    if not path.is_dir() or path.is_symlink() or (path / MANIFEST).exists():
+        return False
+    early = {LOCK, ROWS, ROWS + archive.ZST, ROWS + ".tmp", ROWS + archive.ZST + ".tmp"}
+    return all(p.name in early for p in path.iterdir()) and writer_of(path) is None
 
 
 def read_jsonl(path: Path, model: type[M], *, missing_ok: bool = False, context: dict | None = None) -> list[M]:

@@ -397,7 +397,7 @@ def test_plain_runs_keep_their_format(tmp_path):
     folder.refuse("q1", "too long")
     folder.close()
     assert sorted(p.name for p in folder.path.iterdir()) == sorted(
-        ["manifest.json", "round1.jsonl", "round2.jsonl", SHADOW, "refused.jsonl"])
+        [".lock", "manifest.json", "round1.jsonl", "round2.jsonl", SHADOW, "refused.jsonl"])  # .lock: its writer
     on_disk = (folder.path / "round1.jsonl").read_bytes()
     assert on_disk == b"".join(orjson.dumps(r.model_dump(mode="json"), option=orjson.OPT_SORT_KEYS) + b"\n"
                                for r in records if r.round == 1 and not r.shadow)

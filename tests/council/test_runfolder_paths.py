@@ -139,11 +139,17 @@ def test_relative_runs_dir(tmp_path, monkeypatch):
 
 
 def test_create_never_reuses_and_open_needs_a_manifest(runs):
-    RunFolder.create(runs, "once")
+    first = RunFolder.create(runs, "once")
     with pytest.raises(RunFolderError, match="already exists"):
         RunFolder.create(runs, "once")
-    with pytest.raises(RunFolderError, match=f"no {MANIFEST}"):
+    with pytest.raises(RunFolderError, match=f"being written by pid {os.getpid()} .*being created"):
         RunFolder.open_run(runs, "once")
+    first.release()  # as when its process is killed before the manifest: nothing paid, nobody writing
+    with pytest.raises(RunFolderError, match=f"killed before it began \\(no {MANIFEST}.*council run --run-id once"):
+        RunFolder.open_run(runs, "once")
+    again = RunFolder.create(runs, "once")
+    assert again.recovered and [p.name for p in again.path.iterdir()] == [".lock"]  # made anew: its own lock in it
+    again.release()
     with pytest.raises(RunFolderError, match="no such folder"):
         RunFolder.open_run(runs, "never")
     _run(runs, "done")
