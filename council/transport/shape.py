@@ -21,6 +21,7 @@ same bound, and a bound the reasoning fills returns an empty answer cut at lengt
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Literal
 
 from council.protocol.capabilities import Capabilities, capabilities_of, native_id, unknown_warning
@@ -135,9 +136,11 @@ def seat_shape(model: str, vendor: str, params: Any, endpoint: Any, api: str = "
                      host=endpoint.host)
 
 
+@lru_cache(maxsize=256)
 def reasoning_variant(model: str, vendor: str, params: Any) -> str:
     """What of the judge config's reasoning settings changes ``model``'s answers, for its votes' request keys: ""
-    for a model that does not reason under them (its keys are what they were before reasoning was configured)."""
+    for a model that does not reason under them (its keys are what they were before reasoning was configured).
+    Asked once a vote: cached per seat and config (``params``, a frozen ``JudgeParams``, is hashable)."""
     caps = capabilities_of(model, vendor)
     if caps.known and not _reasons(caps, params.reasoning):
         return ""
