@@ -8,6 +8,7 @@ import orjson
 from rich.markup import escape
 
 from council.console.output import console, say, table
+from council.scoring.scoring import REASONING_DOMINATES
 from council.tools.check import SeatCheck
 
 
@@ -35,7 +36,7 @@ def print_checks(checks: list[SeatCheck], *, as_json: bool = False, to_stderr: b
             say(f"[yellow]{escape(c.vendor)} batch of one[/yellow]: {escape(c.batch)}", to=to)
         for warning in c.warnings:
             say(f"[yellow]warning:[/yellow] {escape(c.vendor)}: {escape(warning)}", to=to)
-        if c.ok and c.run_cost_usd and c.run_reasoning_usd > 0.5 * c.run_cost_usd:
+        if c.ok and c.run_cost_usd and c.run_reasoning_usd > REASONING_DOMINATES * c.run_cost_usd:
             say(f"[yellow]{escape(c.vendor)}[/yellow]: reasoning is {100 * c.run_reasoning_usd / c.run_cost_usd:.0f}% "
                 f"of this judge's cost (judge.reasoning_effort / judge.thinking_budget set how much it may spend)",
                 to=to)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from rich.markup import escape
 
 from council.console.output import say, table
+from council.scoring.scoring import REASONING_DOMINATES
 
 if TYPE_CHECKING:
     from council.tools.estimate import Estimate, StrategyEstimate, Unanimity
@@ -98,6 +99,6 @@ def _print_reasoning(s: StrategyEstimate) -> None:
             continue
         share = v.reasoning_cost_usd / v.cost_run_usd if v.cost_run_usd else 0.0
         how = "measured by the pilot" if v.reasoning_measured else "at most: its judge.thinking_budget; --pilot N measures it"
-        lead = "[yellow]reasoning dominates[/yellow] " if share > 0.5 else ""
+        lead = "[yellow]reasoning dominates[/yellow] " if share > REASONING_DOMINATES else ""
         say(f"{lead}judge {escape(v.vendor)} ({escape(v.judge_model or '')}): {v.reasoning_per_vote:.0f} reasoning tokens "
             f"a vote ({how}), ${v.reasoning_cost_usd:.4f}, {100 * share:.0f}% of its cost under {s.name}")

@@ -37,11 +37,11 @@ from council.protocol.config import CouncilConfig
 from council.protocol.deliberation import Rule, disputed, disputed_levels, sampled
 from council.protocol.panels import eligible_members, peers_for, row_order
 from council.protocol.prompts import (
-    CONVERSATION_VERSION, request_key, round1_body, round2_body, rubric_hash, single_messages,
+    CONVERSATION_VERSION, round1_body, round2_body, rubric_hash, single_messages,
 )
 from council.transport.judge import JudgeTask
 from council.transport.quota import estimate_tokens
-from council.transport.shape import reasoning_headroom, reasoning_variant
+from council.transport.shape import reasoning_headroom, vote_key
 from elicitor.prompts import elicit_messages
 
 R = TypeVar("R", JudgeCallRecord, ElicitedRecord)
@@ -267,8 +267,7 @@ class Coordinator:
                     rubric: str, *, shadow: bool = False, scale: Scale | None = None,
                     scrubbed: dict[str, int] | None = None, after: tuple[str, ...] = ()) -> JudgeCallRecord:
         params = self.config.judge
-        key = request_key(member.judge_model, round_, body, params.temperature, params.max_tokens,
-                          reasoning_variant(member.judge_model, member.vendor, params))
+        key = vote_key(member.judge_model, member.vendor, round_, body, params)
         archived = self._archived.get((row.row_id, member.vendor, round_))
         if archived is not None and archived.request_key == key:
             self.served_from_archive += 1

@@ -23,9 +23,9 @@ from council.core.errors import ProviderError, ProviderUnavailable
 from council.core.schema import BankItem, JudgeCallRecord, MemberSpec, ResponseRow
 from council.protocol.config import CouncilConfig, Endpoint
 from council.protocol.panels import eligible_members
-from council.protocol.prompts import request_key, round1_body, rubric_hash
+from council.protocol.prompts import round1_body, rubric_hash
 from council.transport.judge import Judge, JudgeTask
-from council.transport.shape import RequestShape, reasoning_variant, seat_shape
+from council.transport.shape import RequestShape, seat_shape, vote_key
 
 CHECK_ATTEMPTS = 3  # a preflight that meets a 429 tries again, but does not wait out a long storm
 BATCH_WAIT_S = 120.0
@@ -120,8 +120,7 @@ async def _check_seat(member: MemberSpec, config: CouncilConfig, items: dict[str
 def _task(member: MemberSpec, config: CouncilConfig, item: BankItem, row: ResponseRow) -> JudgeTask:
     params = config.judge
     body = round1_body(item, row, contain=params.containment)
-    key = request_key(member.judge_model, 1, body, params.temperature, params.max_tokens,
-                      reasoning_variant(member.judge_model, member.vendor, params))
+    key = vote_key(member.judge_model, member.vendor, 1, body, params)
     return JudgeTask(row.row_id, 1, body, rubric_hash=rubric_hash(item), request_key=key, item_id=row.item_id,
                      scale=item.scale, solo=True)
 

@@ -30,12 +30,12 @@ import aggregator as agg
 from council.core.errors import ConfigError
 from council.core.schema import BankItem, JudgeCallRecord, MemberSpec, ResponseRow, RunManifest
 from council.protocol.config import CouncilConfig
-from council.protocol.prompts import request_key, round1_body, rubric_hash
+from council.protocol.prompts import round1_body, rubric_hash
 from council.store.runfolder import ITEMS, MANIFEST, ROWS, VERDICTS, RunFolder, dump_json, dump_line, iter_json, iter_jsonl, read_jsonl
 from council.transport.judge import Judge, JudgeTask
 from council.transport.limiter import Limiter, LocalLedger
 from council.transport.quota import QuotaLedger
-from council.transport.shape import reasoning_variant
+from council.transport.shape import vote_key
 
 SINGLE = "single:"
 
@@ -111,8 +111,7 @@ async def _ask_judge(model: str, vendor: str, config: CouncilConfig, provider_ur
             for row in rows:
                 item = items[row.item_id]
                 body = round1_body(item, row, contain=params.containment)
-                key = request_key(model, 1, body, params.temperature, params.max_tokens,
-                                  reasoning_variant(model, vendor, params))
+                key = vote_key(model, vendor, 1, body, params)
                 if (seen := archived.get(row.row_id)) is not None and seen.request_key == key:
                     continue
                 pending.add(judge.submit(JudgeTask(row.row_id, 1, body, rubric_hash=rubric_hash(item), request_key=key,

@@ -25,6 +25,7 @@ from functools import lru_cache
 from typing import Any, Literal
 
 from council.protocol.capabilities import Capabilities, capabilities_of, native_id, unknown_warning
+from council.protocol.prompts import request_key
 
 Ids = Literal["gateway", "native"]
 EFFORT_ORDER = ("minimal", "low", "medium", "high")
@@ -162,3 +163,10 @@ def reasoning_headroom(model: str, vendor: str, params: Any) -> int:
     """The tokens of reasoning a request of ``model`` may spend on top of its answer under the judge config
     ``params``: its thinking budget where it reasons (or may: a model the table does not know), else 0."""
     return params.thinking_budget if reasoning_variant(model, vendor, params) else 0
+
+
+def vote_key(model: str, vendor: str, round_: int, body: str, params: Any) -> str:
+    """A vote's request key (:func:`council.protocol.prompts.request_key`) under the judge config ``params``, its
+    seat's reasoning settings included where its model reasons: the one way every asker computes it."""
+    return request_key(model, round_, body, params.temperature, params.max_tokens,
+                       reasoning_variant(model, vendor, params))
