@@ -2,7 +2,8 @@
 
 Two classes of one shape, :class:`OpenAIBatches` (``/files`` and ``/batches``, also served by Azure OpenAI, Groq,
 Together, vLLM...) and :class:`AnthropicBatches` (``/messages/batches``). The request bodies and result lines are
-:mod:`council.transport.batch_formats`'; this module only moves them. aiohttp's errors and the providers' error
+:mod:`council.transport.batch_formats`'; this module only moves them, from disk and to disk: a batch is uploaded
+from the file it was spooled to and its results are downloaded to a file, a chunk at a time. aiohttp's errors and the providers' error
 bodies stop here and leave as the project's errors:
 
 - :class:`ProviderUnavailable`: the key is refused (401, 403), the base URL is wrong, or a batch failed the
@@ -21,7 +22,8 @@ import random
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from pathlib import Path
+from typing import IO, Any
 
 import aiohttp
 import orjson
@@ -29,8 +31,8 @@ import orjson
 from council.core.errors import ProviderError, ProviderUnavailable
 from council.protocol.config import Endpoint
 from council.transport.batch_formats import (
-    ANTHROPIC_MAX_REQUESTS, OPENAI_MAX_LINES, BatchOutcome, BatchRequest, anthropic_batches, openai_files,
-    read_anthropic_results, read_openai_results,
+    ANTHROPIC_MAX_REQUESTS, OPENAI_MAX_LINES, BatchOutcome, BatchRequest, Spooled, read_anthropic_results,
+    read_openai_results, spool_anthropic, spool_openai,
 )
 from council.transport.client import RETRYABLE_STATUS, full_jitter, one_line, safe_url
 from council.transport.wire import wire_for
@@ -54,14 +56,7 @@ class Unsure(ProviderError):
     """A create whose answer never came (timeout, reset, 5xx): the batch may or may not exist."""
 
 
-@dataclass(frozen=True, slots=True)
-class Packed:
-    """One batch's worth of requests, as the provider takes it: its body (an input file or a Message Batches
-    body), its custom ids in order, and its model (OpenAI: one per file)."""
-
-    model: str
-    body: bytes
-    custom_ids: tuple[str, ...]
+Packed = Spooled  # one batch's worth of requests as the provider takes it, on disk (council.transport.batch_formats)
 
 
 @dataclass(slots=True)
@@ -111,19 +106,32 @@ class _Http:
         if self._session is not None and not self._session.closed:
             await self._session.close()
 
-    async def call(self, method: str, path: str, *, retry: bool, **kwargs: Any) -> tuple[int, bytes]:
+    async def call(self, method: str, path: str, *, retry: bool, data: Any = None, sink: Path | None = None,
+                   **kwargs: Any) -> tuple[int, bytes]:
         """``method path``'s status and body; transport faults and retryable statuses are retried when
-        ``retry`` (a poll, a read), else raised as :class:`Unsure`. 401 and 403 are :class:`ProviderUnavailable`."""
+        ``retry`` (a poll, a read), else raised as :class:`Unsure`. 401 and 403 are :class:`ProviderUnavailable`.
+        ``data`` may be a function making the body afresh for each attempt (a file to stream); with ``sink``, a 200
+        body is written there a chunk at a time (the body returned is then empty)."""
         policy = self.endpoint.retry
         url = path if path.startswith("http") else self.base + path
         for attempt in range(1, policy.max_attempts + 1):
+            opened: list[IO[bytes]] = []
             try:
-                async with self._open().request(method, url, **kwargs) as resp:
-                    status, body = resp.status, await resp.read()
+                body_data = data(opened) if callable(data) else data
+                async with self._open().request(method, url, data=body_data, **kwargs) as resp:
+                    status = resp.status
+                    if sink is not None and status == 200:
+                        await _to_file(resp, sink)
+                        body = b""
+                    else:
+                        body = await resp.read()
             except (asyncio.TimeoutError, aiohttp.ClientError, OSError) as exc:
                 if isinstance(exc, aiohttp.ClientConnectorError) and isinstance(exc.os_error, ConnectionRefusedError):
                     raise ProviderUnavailable(f"{self.where}: cannot connect (connection refused)") from None
                 status, body = None, f"{type(exc).__name__}".encode()
+            finally:
+                for handle in opened:
+                    handle.close()
             if status in (401, 403):
                 raise ProviderUnavailable(f"{self.where}: HTTP {status} for {path} ({self.said(status, body)})",
                                           status=status)
@@ -195,15 +203,19 @@ class OpenAIBatches(_Batches):
     api = "openai"
     most = OPENAI_MAX_LINES
 
-    def pack(self, requests: Iterable[BatchRequest]) -> list[Packed]:
-        return [Packed(f.model, f.content, f.custom_ids)
-                for f in openai_files(requests, cache_breakpoints=self.cache_breakpoints, max_lines=self.max_requests)]
+    def spool(self, requests: Iterable[BatchRequest], folder: Path) -> list[Packed]:
+        """``requests`` written to input files in ``folder`` (one model each), as many as the API's limits need."""
+        return spool_openai(requests, folder, cache_breakpoints=self.cache_breakpoints, max_lines=self.max_requests)
 
     async def create(self, packed: Packed, local: str) -> tuple[str, str | None, float | None]:
-        """The batch id, input file id and creation time of a new batch of ``packed``."""
-        form = aiohttp.FormData()
-        form.add_field("purpose", "batch")
-        form.add_field("file", packed.body, filename=f"{local}.jsonl", content_type="application/jsonl")
+        """The batch id, input file id and creation time of a new batch of ``packed`` (uploaded from its file)."""
+        def form(opened: list[IO[bytes]]) -> aiohttp.FormData:
+            opened.append(open(packed.path, "rb"))
+            made = aiohttp.FormData()
+            made.add_field("purpose", "batch")
+            made.add_field("file", opened[-1], filename=f"{local}.jsonl", content_type="application/jsonl")
+            return made
+
         status, body = await self.http.call("POST", "/files", retry=True, data=form)  # an upload bills nothing
         file_id = self.http.json(status, body, "upload")["id"]
         status, body = await self.http.call("POST", "/batches", retry=False, data=orjson.dumps({
@@ -231,7 +243,8 @@ class OpenAIBatches(_Batches):
                       errors=errors, metadata=data.get("metadata") or {})
 
     async def results(self, batch_id: str, polled: Polled) -> dict[str, BatchOutcome]:
-        """Every answered or failed request's outcome, from the output and the error file."""
+        """Every answered or failed request's outcome, from the output and the error file (read in memory: a small
+        batch's; the sender reads a run's with :meth:`download`)."""
         lines: list[bytes] = []
         for file_id in (polled.output_file_id, polled.error_file_id):
             if file_id:
@@ -240,6 +253,17 @@ class OpenAIBatches(_Batches):
                     self.http.json(status, body, f"file {file_id} of batch {batch_id}")
                 lines += body.splitlines()
         return _read(read_openai_results, lines, self.http.where, batch_id)
+
+    async def download(self, batch_id: str, polled: Polled, dest: Path) -> None:
+        """The output file and then the error file of the ended batch, written to ``dest`` (JSON lines)."""
+        parts = []
+        for n, file_id in enumerate(f for f in (polled.output_file_id, polled.error_file_id) if f):
+            part = dest.with_name(f"{dest.name}.{n}")
+            status, body = await self.http.call("GET", f"/files/{file_id}/content", retry=True, sink=part)
+            if status != 200:
+                self.http.json(status, body, f"file {file_id} of batch {batch_id}")
+            parts.append(part)
+        _join(parts, dest)
 
     async def find(self, local: str, since: float, count: int, known: frozenset[str] = frozenset()) -> str | None:
         """The id of a batch created at or after ``since`` whose metadata names ``local``, if any."""
@@ -255,15 +279,17 @@ class AnthropicBatches(_Batches):
     api = "anthropic"
     most = ANTHROPIC_MAX_REQUESTS
 
-    def pack(self, requests: Iterable[BatchRequest]) -> list[Packed]:
-        requests = list(requests)
-        model = requests[0].model if requests else ""
-        return [Packed(model, b.body, b.custom_ids)
-                for b in anthropic_batches(requests, cache_breakpoints=self.cache_breakpoints,
-                                           max_requests=self.max_requests)]
+    def spool(self, requests: Iterable[BatchRequest], folder: Path) -> list[Packed]:
+        """``requests`` written to Message Batches bodies in ``folder``, as many as the API's limits need."""
+        return spool_anthropic(requests, folder, cache_breakpoints=self.cache_breakpoints,
+                               max_requests=self.max_requests)
 
     async def create(self, packed: Packed, local: str) -> tuple[str, str | None, float | None]:
-        status, body = await self.http.call("POST", "/messages/batches", retry=False, data=packed.body,
+        def body(opened: list[IO[bytes]]) -> IO[bytes]:
+            opened.append(open(packed.path, "rb"))
+            return opened[-1]
+
+        status, body = await self.http.call("POST", "/messages/batches", retry=False, data=body,
                                             headers={"Content-Type": "application/json"})
         if status == 429:
             raise QueueFull(f"{self.http.where}: batch queue full: {self.http.said(status, body)}", status=429)
@@ -292,6 +318,14 @@ class AnthropicBatches(_Batches):
             self.http.json(status, body, f"results of message batch {batch_id}")
         return _read(read_anthropic_results, body.splitlines(), self.http.where, batch_id)
 
+    async def download(self, batch_id: str, polled: Polled, dest: Path) -> None:
+        """The ended batch's results, written to ``dest`` (JSON lines)."""
+        part = dest.with_name(f"{dest.name}.0")
+        status, body = await self.http.call("GET", f"/messages/batches/{batch_id}/results", retry=True, sink=part)
+        if status != 200:
+            self.http.json(status, body, f"results of message batch {batch_id}")
+        _join([part], dest)
+
     async def find(self, local: str, since: float, count: int, known: frozenset[str] = frozenset()) -> str | None:
         """A batch of ``count`` requests created at or after ``since`` and not ``known`` (the run's other batches).
         Message Batches carry no metadata: the newest such batch is taken; its results are matched by custom id, so
@@ -312,6 +346,29 @@ def batch_api(endpoint: Endpoint, api: str, vendor: str, *, cache_breakpoints: b
               max_requests: int = 0, seed: int = 0) -> BatchApi:
     cls = AnthropicBatches if api == "anthropic" else OpenAIBatches
     return cls(endpoint, vendor, cache_breakpoints=cache_breakpoints, max_requests=max_requests, seed=seed)
+
+
+async def _to_file(resp: aiohttp.ClientResponse, path: Path) -> None:
+    """A response body written to ``path`` a chunk at a time."""
+    with open(path, "wb") as out:
+        async for chunk in resp.content.iter_chunked(1 << 16):
+            out.write(chunk)
+
+
+def _join(parts: list[Path], dest: Path) -> None:
+    """``parts`` one after the other in ``dest`` (a line break between two, where one lacks its last), then gone."""
+    tmp = dest.with_name(dest.name + ".tmp")
+    with open(tmp, "wb") as out:
+        for part in parts:
+            with open(part, "rb") as handle:
+                last = b"\n"
+                while chunk := handle.read(1 << 20):
+                    out.write(chunk)
+                    last = chunk[-1:]
+            if last != b"\n":
+                out.write(b"\n")
+            part.unlink()
+    tmp.replace(dest)
 
 
 def _read(reader: Any, lines: list[bytes], where: str, batch_id: str) -> dict[str, BatchOutcome]:

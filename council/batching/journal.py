@@ -2,17 +2,22 @@
 
 One JSON line per event, appended and flushed to disk (``fsync``) before the step that depends on it:
 
-- ``intent``: a batch about to be created: our id for it (``local``), the vendor, API and model, and the
-  custom ids (the votes' request keys) it carries. Written before the upload, so a run killed between the
-  provider's answer and the next line still knows which keys may be in a batch it never heard back about.
+- ``intent``: a batch about to be created: our id for it (``local``), the vendor, API and model, the custom ids of
+  its requests (``keys``) and, for each request, the votes it asks for in key order (``packs``: custom id ->
+  ``[[request key, row id], ...]``; a request packs several rows as a synchronous request does). Written before the
+  upload, so a run killed between the provider's answer and the next line still knows which votes may be in a
+  batch it never heard back about. (A journal written before requests were packed has no ``packs``: each custom id
+  is then the request key of its one vote.)
 - ``submitted``: the provider's batch id and input file id (OpenAI) for a ``local`` batch.
 - ``ended``: how the batch ended (the provider's status), its result files (OpenAI) and counts.
 - ``gone``: an intent whose batch the provider does not have (never created), or a batch it no longer knows
   (404, as after a restart of the embedded provider): its keys may be sent again.
 
 A torn last line (a crash mid-write) is dropped when the journal is read. :class:`Journal` replays the lines
-into one :class:`BatchEntry` per local batch; :func:`write_status` keeps a snapshot of every batch's last poll
-(``batches.json``) that ``council show`` reads without a call.
+into one :class:`BatchEntry` per local batch, and the votes of the journal it found into :attr:`Journal.votes`
+(where a resumed run finds each vote's request); the packs of the batches it writes stay on disk only.
+:func:`write_status` keeps a snapshot of every batch's last poll (``batches.json``) that ``council show`` reads
+without a call.
 """
 
 from __future__ import annotations
@@ -74,6 +79,10 @@ class Journal:
         self.status_path = Path(folder) / STATUS
         self.entries: dict[str, BatchEntry] = {}
         self.readonly = readonly
+        # the votes of the batches an earlier process announced: request key -> (custom id, position); and each
+        # packed custom id's rows, in key order
+        self.votes: dict[str, tuple[str, int]] = {}
+        self.rows: dict[str, list[str]] = {}
         if self.path.is_file():
             self._replay(self.path.read_bytes())
         self._handle = None
@@ -86,12 +95,17 @@ class Journal:
                 cut_torn_line(self.path)
         for line in lines:
             if line.strip():
-                self._apply(orjson.loads(line))
+                self._apply(orjson.loads(line), index=True)
 
-    def _apply(self, event: dict[str, Any]) -> None:
+    def _apply(self, event: dict[str, Any], *, index: bool = False) -> None:
         kind = event.pop("event")
         if kind == "intent":
+            packs = event.pop("packs", None) or {}
             self.entries[event["local"]] = BatchEntry(**event)
+            for cid, members in packs.items() if index else ():
+                self.rows[cid] = [row for _, row in members] if len(members) > 1 else []
+                for position, (key, _) in enumerate(members):
+                    self.votes[key] = (cid, position)
             return
         entry = self.entries[event.pop("local")]
         if kind == "gone":
@@ -108,10 +122,18 @@ class Journal:
         os.fsync(self._handle.fileno())
         self._apply(dict(event))
 
-    def intend(self, local: str, vendor: str, api: str, model: str, keys: list[str], tokens: int) -> BatchEntry:
-        self._write({"event": "intent", "local": local, "vendor": vendor, "api": api, "model": model, "keys": keys,
-                     "intent_at": time.time(), "tokens": tokens})
+    def intend(self, local: str, vendor: str, api: str, model: str, keys: list[str], tokens: int,
+               packs: dict[str, list[tuple[str, str]]] | None = None) -> BatchEntry:
+        event = {"event": "intent", "local": local, "vendor": vendor, "api": api, "model": model, "keys": keys,
+                 "intent_at": time.time(), "tokens": tokens}
+        self._write(event | ({"packs": packs} if packs else {}))
         return self.entries[local]
+
+    def held(self, key: str) -> tuple[str, int, list[str]] | None:
+        """The request of an earlier process that asked for the vote ``key``: its custom id, the vote's position in
+        it and its rows in key order ([]: the vote alone); None when no batch of the journal holds the vote."""
+        found = self.votes.get(key)
+        return None if found is None else (found[0], found[1], self.rows.get(found[0], []))
 
     def submitted(self, local: str, batch_id: str, input_file_id: str | None, created_at: float | None) -> None:
         self._write({"event": "submitted", "local": local, "batch_id": batch_id, "input_file_id": input_file_id,

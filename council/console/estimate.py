@@ -85,6 +85,8 @@ def _print_transports(est: Estimate) -> None:
     if est.batching:
         say(f"batch transport: {escape(', '.join(est.batching))}: their votes go through the batch API, which has "
             "its own quota (T* does not apply to them) and answers within 24 h")
+    for vendor, why in est.batch_sync.items():
+        say(f"[yellow]{escape(vendor)} stays synchronous[/yellow] in this batch run: {escape(why)}")
     unknown = [v.judge_model for v in est.vendors if v.judge_model and not v.batch_price_known]
     if unknown:
         say(f"[yellow]no batch price[/yellow] for {escape(', '.join(unknown))} (*): the standard one is assumed"

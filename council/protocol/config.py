@@ -17,7 +17,7 @@ from council.core.files import validation_problems as validation_problems
 from council.core.schema import MemberSpec
 from council.core.vendors import DEFAULT_RESERVES, DEFAULT_ROSTER, KNOWN_VENDORS, canonical_vendor, resolve_vendor, vendor_of
 from council.protocol.panels import panel
-from council.protocol.prices import CONFIG, Price, table_price
+from council.protocol.prices import CONFIG, Price, batch_refusal, table_price
 
 EMBEDDED_API_KEY = "embedded-provider"  # the embedded provider accepts any bearer token
 
@@ -234,8 +234,15 @@ class CouncilConfig(_Frozen):
         return Endpoint(base_url=s.base_url, api_key_env=s.api_key_env or "COUNCIL_API_KEY", ids=ids, **common)
 
     def transport_of(self, vendor: str) -> Literal["sync", "batch"]:
-        """How ``vendor``'s votes are sent: its own setting, else the run's."""
-        return self.settings(vendor).transport or self.transport
+        """How ``vendor``'s votes are sent: its own setting, else the run's; synchronous where they cannot go through
+        a batch API (:meth:`batch_refusal`)."""
+        chosen = self.settings(vendor).transport or self.transport
+        return "sync" if chosen == "batch" and self.batch_refusal(vendor) else chosen
+
+    def batch_refusal(self, vendor: str) -> str | None:
+        """Why ``vendor``'s votes cannot go through a batch API (:func:`council.protocol.prices.batch_refusal`)."""
+        seat = next((m.judge_model for m in self.roster if m.vendor == vendor), None)
+        return batch_refusal(vendor, self.settings(vendor).base_url, seat)
 
     @property
     def batching(self) -> list[str]:

@@ -12,15 +12,27 @@ below the 200k-token tiers some models have): its standard rates, or with ``batc
 table holds as a price variant of the model (``{"processing": "batch"}``) over the same provider's standard
 price. A model with no such variant has no batch price here, though the table, asked for one, answers with its
 standard rates. A run asks once per model and vendor: lookups are cached.
+
+Batch APIs the table has no rate for are in ``batch_pages.json`` beside this module, read from the vendors' own
+pages (each entry names its page and the day it was read): whether a vendor sells through a batch API at all,
+its batch rate as the share of the standard rate its page states (then the table's standard rate at that share,
+the source naming the page), and which hosts serve a batch API in a format the council speaks. A vendor whose
+page states no rate keeps none here: nothing is guessed. :func:`batch_refusal` says why a vendor's votes cannot go
+through a batch API (the vendor has none, or its own endpoint serves none the council speaks), which makes
+:meth:`council.protocol.config.CouncilConfig.transport_of` keep it synchronous in a batch run.
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 from decimal import Decimal
-from functools import lru_cache
+from functools import cache, lru_cache
 from importlib.metadata import version
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlparse
+
+import orjson
 
 from pydantic import BaseModel, ConfigDict
 
@@ -41,6 +53,7 @@ PROVIDERS: dict[str, str] = {
 }
 ROUTER = "openrouter"
 BATCH = {"processing": "batch"}  # the table's price context of a provider's batch API
+PAGES_PATH = Path(__file__).with_name("batch_pages.json")
 
 
 class Price(BaseModel):
@@ -69,11 +82,53 @@ def table_price(model: str, vendor: str, *, batch: bool = False) -> Price | None
         return None
     provider, info = found
     if batch and not _has_variant(info, BATCH, now):
-        return None
+        return page_batch_price(model, vendor, table_price(model, vendor))
     rates = info.get_prices(now, BATCH if batch else None)
     return Price(input_mtok=_usd(rates.input_mtok), output_mtok=_usd(rates.output_mtok),
                  cache_read_mtok=_usd(rates.cache_read_mtok, None),
                  cache_write_mtok=_usd(rates.cache_write_mtok, None), source=TABLE, provider=provider)
+
+
+@cache
+def batch_pages() -> dict[str, Any]:
+    """``batch_pages.json``: the vendors' batch APIs and the hosts that serve one, as their pages state them."""
+    return orjson.loads(PAGES_PATH.read_bytes())
+
+
+def page_batch_price(model: str, vendor: str, standard: Price | None) -> Price | None:
+    """The batch price of ``model`` from its vendor's page (:func:`batch_pages`): ``standard`` at the share of it the
+    page states, with no cache discount where the page says batches get none; ``None`` when the page states no rate
+    for the model (or there is no standard price to take the share of)."""
+    entry = batch_pages()["vendors"].get(vendor) or {}
+    share = entry.get("share_of_standard")
+    if standard is None or share is None or normalize_model_id(model) not in entry.get("models", ()):
+        return None
+    cached = entry.get("cache_discount", True)
+    scaled = lambda rate: None if rate is None or not cached else rate * share  # noqa: E731
+    return Price(input_mtok=standard.input_mtok * share, output_mtok=standard.output_mtok * share,
+                 cache_read_mtok=scaled(standard.cache_read_mtok), cache_write_mtok=scaled(standard.cache_write_mtok),
+                 source=f"{entry['page']} (read {batch_pages()['read']}): {share:g} of {standard.source}",
+                 provider=vendor)
+
+
+def batch_refusal(vendor: str, base_url: str | None = None, model: str | None = None) -> str | None:
+    """Why ``vendor``'s votes cannot go through a batch API, or ``None`` when they can: its vendor has none, or its
+    own API (``base_url``; unset: the run's gateway, taken as it is given) serves none in a format the council speaks,
+    or not for ``model``. Each reason names the page it comes from."""
+    pages = batch_pages()
+    entry = pages["vendors"].get(vendor) or {}
+    if entry.get("batch_api") is False:
+        return f"{vendor} has no batch API ({entry['page']})"
+    host = urlparse(base_url).hostname if base_url else None
+    known = pages["hosts"].get(host or "")
+    if known is None:
+        return None
+    if known.get("speaks") is None:
+        return f"{host}: {known['says']} ({known['page']})"
+    name = normalize_model_id(model or "").rsplit("/", 1)[-1]
+    if model and "models" in known and name not in known["models"]:
+        return f"{host}: its batch API takes {', '.join(known['models'])}, not {name} ({known['page']})"
+    return None
 
 
 def _table_model(model: str, vendor: str, now: datetime) -> tuple[str, ModelInfo] | None:

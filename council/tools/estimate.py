@@ -9,9 +9,13 @@ rate**, where the sustainable rate respects both the request and the token limit
 The judge votes are costed twice, side by side: at the synchronous rates and at the batch API's
 (:meth:`CouncilConfig.batch_rates_for`: the standard rates where no batch rate is known, which the figures say);
 "this run" takes each vendor at the rates of its own transport, as :meth:`CouncilConfig.vote_rates` does. A
-vendor on the batch transport sends its votes to the batch API, which has its own quota and answers within 24
-hours: its votes are not in the synchronous quota's requests, so not in T\\* (its elicitation, always
-synchronous, is).
+synchronous request packs rows when the vendor's request limit binds; a batch request packs ``max_batch`` rows
+(:mod:`council.batching.judge`), so the batch figures count the prompts of that packing (their output, a vote's
+answer and reasoning bound, is counted per vote: an upper bound where reasoning is spent per request). A vendor on
+the batch transport sends its votes to the batch API, which has its own quota and answers within 24 hours: its
+votes are not in the synchronous quota's requests, so not in T\\* (its elicitation, always synchronous, is). A
+vendor asked to batch that has no batch API, or whose endpoint serves none the council speaks, stays synchronous
+(:meth:`CouncilConfig.batch_refusal`), and the estimate says why (``batch_sync``).
 
 Strategies: ``all`` sends round two on every row; ``disputed`` sends it on the share ``(1 - u) + a·u`` of the
 rows, where ``u`` is the unanimity rate (rows whose round one is unanimous) and ``a`` the deliberation audit's
@@ -140,6 +144,7 @@ class Estimate:
     audit_share: float = 0.0
     batching: list[str] = field(default_factory=list)  # the vendors the config sends through a batch API
     batch_unpriced: list[str] = field(default_factory=list)  # their judges with no batch rate: at the standard one
+    batch_sync: dict[str, str] = field(default_factory=dict)  # vendors asked to batch that cannot: why (sync)
 
     @property
     def vendors(self) -> list[VendorEstimate]:
@@ -156,6 +161,7 @@ class Estimate:
         return {"rows": self.rows, "t_star_s": first["t_star_s"], "unpriced": self.unpriced,
                 "requests": first["requests"], "cost_usd": first["cost_usd"], "cost_batch_usd": first["cost_batch_usd"],
                 "cost_run_usd": first["cost_run_usd"], "batching": self.batching, "batch_unpriced": self.batch_unpriced,
+                "batch_sync": self.batch_sync,
                 "vendors": {v.vendor: asdict(v) for v in self.vendors},
                 "audit_share": self.audit_share, "unanimity": asdict(self.unanimity) if self.unanimity else None,
                 "strategies": [s.as_dict() for s in self.strategies]}
@@ -172,6 +178,8 @@ class _Load:
     requests: tuple[int, int]  # round one, round two
     input_tokens: tuple[int, int]
     cacheable_tokens: int  # of round two's input
+    # the same with the batch API's packing (max_batch rows a request): rows a request, requests, tokens, cacheable
+    batched: tuple[int, tuple[int, int], tuple[int, int], int]
     rates: tuple[float, ...]  # USD per million input, output, cache-read and cache-write tokens
     batch_rates: tuple[float, ...]  # the same on the batch API (the standard rates when it has none known)
     batch_price_known: bool
@@ -202,8 +210,10 @@ def estimate(config: CouncilConfig, items: dict[str, BankItem], rows: list[Respo
         for end, u in (("low", unanimity.low), ("high", unanimity.high)):
             if u != unanimity.rate:
                 strategies.append(_strategy(loads, "disputed", u, disputed_share(u, audit), end))
+    asked = [v for v in config.roster_vendors if (config.settings(v).transport or config.transport) == "batch"]
     return Estimate(rows=len(rows), unpriced=config.unpriced(models), strategies=strategies, unanimity=unanimity,
-                    audit_share=audit, batching=config.batching, batch_unpriced=config.batch_unpriced())
+                    audit_share=audit, batching=config.batching, batch_unpriced=config.batch_unpriced(),
+                    batch_sync={v: why for v in asked if (why := config.batch_refusal(v))})
 
 
 def disputed_share(unanimity: float, audit_share: float) -> float:
@@ -240,19 +250,16 @@ def _loads(config: CouncilConfig, items: dict[str, BankItem], rows: list[Respons
         settings = config.settings(vendor)
         member = seats.get(vendor)
         mine = [r for r in rows if member and member in eligible_members(r, config.roster, config.self_exclusion)]
-        k, requests, tokens, cacheable = 1, [0, 0], [0, 0], 0
+        k, requests, tokens, cacheable = 1, (0, 0), (0, 0), 0
+        batched: tuple[int, tuple[int, int], tuple[int, int], int] = (1, (0, 0), (0, 0), 0)
         if mine:
             bodies = [round1_body(items[r.item_id], r) for r in mine]
-            k = (1 if config.transport_of(vendor) == "batch"  # a batch API takes one vote per request
-                 else batch_size_for(settings.rpm, settings.tpm, sum(map(len, bodies)) / len(mine), settings.max_batch))
-            for start in range(0, len(mine), k):
-                chunk, chunk_rows = bodies[start:start + k], mine[start:start + k]
-                first = single_messages(1, chunk[0]) if len(chunk) == 1 else batch_messages(1, chunk)
-                second = _round2_messages([items[r.item_id] for r in chunk_rows], chunk_rows, config)
-                for i, messages in enumerate((first, second)):
-                    requests[i] += 1
-                    tokens[i] += estimate_tokens(messages, 0)
-                cacheable += cacheable_tokens(first, second)
+            sync_k = batch_size_for(settings.rpm, settings.tpm, sum(map(len, bodies)) / len(mine), settings.max_batch)
+            synced = (sync_k, *_packed(bodies, mine, items, config, sync_k))
+            # a batch request packs max_batch rows; a vendor that cannot batch is costed as it is sent
+            batched = synced if config.batch_refusal(vendor) else (
+                settings.max_batch, *_packed(bodies, mine, items, config, settings.max_batch))
+            k, requests, tokens, cacheable = batched if config.transport_of(vendor) == "batch" else synced
         elicit = [0, 0, 0, 0.0]
         for model in (m for m in models if config.vendor_of(m) == vendor):
             tokens_in = sum(estimate_tokens(elicit_messages(i.prompt), 0) for i in items.values())
@@ -260,13 +267,29 @@ def _loads(config: CouncilConfig, items: dict[str, BankItem], rows: list[Respons
             elicit = [elicit[0] + len(items), elicit[1] + tokens_in, elicit[2] + tokens_out,
                       elicit[3] + _usd(tokens_in, tokens_out, 0, config.rates_for(model, vendor))]
         out.append(_Load(vendor=vendor, judge_model=member.judge_model if member else None, rows=len(mine),
-                         batch_size=k, requests=(requests[0], requests[1]), input_tokens=(tokens[0], tokens[1]),
-                         cacheable_tokens=cacheable, **_judge_rates(config, member),
+                         batch_size=k, requests=requests, input_tokens=tokens, cacheable_tokens=cacheable,
+                         batched=batched, **_judge_rates(config, member),
                          elicit=tuple(elicit), limits=(settings.rpm, settings.tpm),
                          reasoning=measured.get(vendor, reasoning_headroom(member.judge_model, vendor, config.judge)
                                                 if member else 0.0),
                          reasoning_measured=vendor in measured))
     return out
+
+
+def _packed(bodies: list[str], rows: list[ResponseRow], items: dict[str, BankItem], config: CouncilConfig,
+            k: int) -> tuple[tuple[int, int], tuple[int, int], int]:
+    """Requests and input tokens of round one and round two with ``k`` rows a request (in order: an estimate of
+    the packing), and the tokens of round two a prompt cache would serve."""
+    requests, tokens, cacheable = [0, 0], [0, 0], 0
+    for start in range(0, len(rows), k):
+        chunk, chunk_rows = bodies[start:start + k], rows[start:start + k]
+        first = single_messages(1, chunk[0]) if len(chunk) == 1 else batch_messages(1, chunk)
+        second = _round2_messages([items[r.item_id] for r in chunk_rows], chunk_rows, config)
+        for i, messages in enumerate((first, second)):
+            requests[i] += 1
+            tokens[i] += estimate_tokens(messages, 0)
+        cacheable += cacheable_tokens(first, second)
+    return (requests[0], requests[1]), (tokens[0], tokens[1]), cacheable
 
 
 def _judge_rates(config: CouncilConfig, member: MemberSpec | None) -> dict:
@@ -277,7 +300,8 @@ def _judge_rates(config: CouncilConfig, member: MemberSpec | None) -> dict:
         return {"rates": none, "batch_rates": none, "batch_price_known": True, "transport": "sync"}
     model, vendor = member.judge_model, member.vendor
     return {"rates": config.rates_for(model, vendor), "batch_rates": config.batch_rates_for(model, vendor),
-            "batch_price_known": config.batch_price(model, vendor) is not None,
+            # a vendor with no batch API the council can use is charged its standard rates, and no more
+            "batch_price_known": config.batch_price(model, vendor) is not None or bool(config.batch_refusal(vendor)),
             "transport": config.transport_of(vendor)}
 
 
@@ -306,12 +330,14 @@ def _vendor(load: _Load, share: float) -> VendorEstimate:
     out1, out2 = round(load.rows * per_vote), round(rows2 * per_vote)
     e_requests, e_in, e_out, e_cost = load.elicit
 
-    def costs(rates: tuple[float, ...]) -> tuple[dict[str, float], dict[str, float]]:
+    def costs(rates: tuple[float, ...], in1: int, in2: int, cached: int) -> tuple[dict[str, float], dict[str, float]]:
         """By round, without and with round two's cacheable prefix read from the cache."""
         plain = {"1": _usd(in1, out1, 0, rates), "2": _usd(in2, out2, 0, rates), "elicitation": e_cost}
         return plain, {**plain, "2": _usd(in2, out2, cached, rates)}
 
-    (cost, cost_cached), (batch, batch_cached) = costs(load.rates), costs(load.batch_rates)
+    cost, cost_cached = costs(load.rates, in1, in2, cached)
+    _, _, (b_in1, b_in2), b_cacheable = load.batched  # with the batch API's packing
+    batch, batch_cached = costs(load.batch_rates, b_in1, round(share * b_in2), round(share * b_cacheable))
     requests = load.requests[0] + requests2 + e_requests
     tokens_in, tokens_out = in1 + in2 + e_in, out1 + out2 + e_out
     quota = (e_requests, e_in + e_out) if load.transport == "batch" else (requests, tokens_in + tokens_out)

@@ -13,13 +13,19 @@ way in, how its results read on the way back, and how a large regrade is cut int
 
 The size limits are read as decimal megabytes (200,000,000 and 256,000,000 bytes), the smaller of the two
 readings, so a file the council writes is never over either.
+
+A large regrade writes its batches to disk as it makes them (:func:`spool_openai`, :func:`spool_anthropic`: one
+request's body in memory at a time) and reads results back a line at a time (:func:`iter_results`), so no batch is
+ever whole in memory.
 """
 
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -88,6 +94,17 @@ class AnthropicBatch:
     custom_ids: tuple[str, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class Spooled:
+    """One batch's input written to disk (``path``: the OpenAI input file, or the Message Batches body), its model,
+    its custom ids in order and its size in bytes."""
+
+    path: Path
+    model: str
+    custom_ids: tuple[str, ...]
+    size: int
+
+
 # -- OpenAI-style -----------------------------------------------------------------------------------------------------
 
 
@@ -112,12 +129,28 @@ def openai_files(requests: Iterable[BatchRequest], *, cache_breakpoints: bool = 
             for ids, lines in _packed(entries, max_lines, max_bytes, overhead=0, separator=0)]
 
 
+def spool_openai(requests: Iterable[BatchRequest], folder: Path, *, cache_breakpoints: bool = False,
+                 max_lines: int = OPENAI_MAX_LINES, max_bytes: int = OPENAI_MAX_BYTES) -> list[Spooled]:
+    """``requests`` written to input files in ``folder`` as they come (a new file when the model changes or a file
+    is full), each file as :func:`openai_files` would make it. Raises ``ValueError`` as it does."""
+    entries = ((r.model, r.custom_id, openai_line(r, cache_breakpoints=cache_breakpoints)) for r in _unique(requests))
+    return _spool(entries, folder, max_lines, max_bytes, b"", b"", b"")
+
+
 def read_openai_results(lines: Iterable[bytes | str]) -> dict[str, BatchOutcome]:
     """Each custom_id's outcome, from the lines of an output file and an error file (in any order, blank lines
     skipped): a :class:`Reply` for a 200 response, else a :class:`BatchError` (the line's ``error``, such as
     ``batch_expired``, or the response's status and error body). Raises ``ValueError`` for a line that is not
     JSON or has no custom_id, or a custom_id seen twice."""
-    return _collect(_openai_outcome(data) for data in _records(lines))
+    return _collect(iter_results("openai", lines))
+
+
+def iter_results(api: str, lines: Iterable[bytes | str]) -> Iterator[tuple[str, BatchOutcome]]:
+    """Each result line's custom id and outcome, one line at a time (``api``: "openai" for an output or error file,
+    "anthropic" for a Message Batch's results). Raises ``ValueError`` for a line that is not JSON or has no
+    custom_id."""
+    outcome = _anthropic_outcome if api == "anthropic" else _openai_outcome
+    return (outcome(data) for data in _records(lines))
 
 
 def _openai_outcome(data: dict[str, Any]) -> tuple[str, BatchOutcome]:
@@ -157,12 +190,22 @@ def anthropic_batches(requests: Iterable[BatchRequest], *, cache_breakpoints: bo
             for ids, parts in _packed(entries, max_requests, max_bytes, overhead=overhead, separator=1)]
 
 
+def spool_anthropic(requests: Iterable[BatchRequest], folder: Path, *, cache_breakpoints: bool = False,
+                    max_requests: int = ANTHROPIC_MAX_REQUESTS, max_bytes: int = ANTHROPIC_MAX_BYTES) -> list[Spooled]:
+    """``requests`` written to Message Batches bodies in ``folder`` as they come, each as :func:`anthropic_batches`
+    would make it (models may mix; a spooled body's model is its first request's). Raises ``ValueError`` as it
+    does."""
+    entries = ((r.model, r.custom_id, orjson.dumps(anthropic_entry(r, cache_breakpoints=cache_breakpoints)))
+               for r in _unique(requests))
+    return _spool(entries, folder, max_requests, max_bytes, _REQUESTS_OPEN, b",", _REQUESTS_CLOSE, one_model=False)
+
+
 def read_anthropic_results(lines: Iterable[bytes | str]) -> dict[str, BatchOutcome]:
     """Each custom_id's outcome, from the lines of a batch's results (blank lines skipped): a :class:`Reply` for
     ``succeeded``, else a :class:`BatchError` whose code is the error's type (``errored``) or the result's type
     (``canceled``, ``expired``). Raises ``ValueError`` for a line that is not JSON or has no custom_id, or a
     custom_id seen twice."""
-    return _collect(_anthropic_outcome(data) for data in _records(lines))
+    return _collect(iter_results("anthropic", lines))
 
 
 def _anthropic_outcome(data: dict[str, Any]) -> tuple[str, BatchOutcome]:
@@ -210,6 +253,55 @@ def _packed(entries: list[tuple[str, bytes]], max_count: int, max_bytes: int, *,
         size = grown
     if parts:
         yield tuple(ids), parts
+
+
+def _spool(entries: Iterable[tuple[str, str, bytes]], folder: Path, max_count: int, max_bytes: int, head: bytes,
+           separator: bytes, tail: bytes, *, one_model: bool = True) -> list[Spooled]:
+    """(model, custom id, bytes) entries written to files in ``folder``, ``head`` first and ``tail`` last in each,
+    ``separator`` between two entries; a new file when one holds ``max_count`` entries, when the next entry would
+    take it over ``max_bytes``, or (``one_model``) when the model changes."""
+    folder.mkdir(parents=True, exist_ok=True)
+    out: list[Spooled] = []
+    made: list[Path] = []
+    handle, path, model, ids, size = None, Path(), "", [], 0
+    overhead = len(head) + len(tail)
+
+    def close() -> None:
+        assert handle is not None
+        handle.write(tail)
+        handle.close()
+        out.append(Spooled(path, model, tuple(ids), size + len(tail)))
+
+    try:
+        for entry_model, custom_id, part in entries:
+            if overhead + len(part) > max_bytes:
+                raise ValueError(f"request {custom_id!r} alone is {len(part)} bytes, over the {max_bytes} a batch may hold")
+            grown = size + len(part) + (len(separator) if ids else 0)
+            if handle is not None and (len(ids) == max_count or grown + len(tail) > max_bytes
+                                       or (one_model and entry_model != model)):
+                close()
+                handle = None
+            if handle is None:
+                path = folder / f"in-{uuid.uuid4().hex[:16]}.json"
+                made.append(path)
+                handle, model, ids, size = open(path, "wb"), entry_model, [], len(head)
+                handle.write(head)
+            if ids:
+                handle.write(separator)
+                size += len(separator)
+            handle.write(part)
+            size += len(part)
+            ids.append(custom_id)
+        if handle is not None:
+            close()
+            handle = None
+    except BaseException:
+        if handle is not None:
+            handle.close()
+        for made_path in made:
+            made_path.unlink(missing_ok=True)
+        raise
+    return out
 
 
 def _records(lines: Iterable[bytes | str]) -> Iterator[dict[str, Any]]:

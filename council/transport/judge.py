@@ -229,11 +229,7 @@ class Judge:
         return estimate_tokens(request[0], request[1] + self.shape.headroom)
 
     def _request(self, round_: int, tasks: list[JudgeTask]) -> _Request:
-        """Messages, output bound and response format of a request for these rows."""
-        if len(tasks) == 1:
-            return one_request(self.params, tasks[0])
-        bodies = [t.body for t in tasks]
-        return batch_messages(round_, bodies), 32 + OUTPUT_TOKENS_PER_ROW * len(bodies), BATCH_RESPONSE_FORMAT
+        return request_for(self.params, round_, tasks)
 
     async def _chat(self, messages: list[dict[str, str]], max_tokens: int, response_format: dict, call: Call,
                     admitted: bool) -> str:
@@ -305,6 +301,15 @@ class Judge:
         """One vote's record; ``batch_rows`` are the rows of its batched request in key order ([] alone)."""
         return vote_record(self.member, self.params, self.prices, task, vote, status, call, request_id, batch_rows,
                            usage, shape=self.shape)
+
+
+def request_for(params: JudgeParams, round_: int, tasks: list[JudgeTask]) -> _Request:
+    """Messages, output bound and response format of one request for ``tasks``: one row alone, or several rows of
+    one round (a batched request; the batch transport packs its requests by the same rule)."""
+    if len(tasks) == 1:
+        return one_request(params, tasks[0])
+    bodies = [t.body for t in tasks]
+    return batch_messages(round_, bodies), 32 + OUTPUT_TOKENS_PER_ROW * len(bodies), BATCH_RESPONSE_FORMAT
 
 
 def one_request(params: JudgeParams, task: JudgeTask) -> _Request:

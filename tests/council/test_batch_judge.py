@@ -2,7 +2,8 @@
 create the council's batch client reads alike; a judge on a journal whose batches ended reads their results
 again instead of sending; two votes with one prompt share one request and its usage; a batch that fails
 validation stops the vendor with the provider's reasons; a stop fails every waiting vote at once, and the next
-judge on the journal polls the batch it left."""
+judge on the journal polls the batch it left. Requests pack rows as the synchronous judge's do (see
+test_batch_packing.py); ``max_batch=1`` asks each vote alone."""
 
 from __future__ import annotations
 
@@ -22,7 +23,6 @@ from council.grading.stop import Stopped
 from council.protocol.config import BatchSettings, Endpoint, JudgeParams, VendorSettings
 from council.protocol.prompts import request_key, round1_body
 from council.sim import SimConfig, TruthTable, VendorBehaviour, start_sim
-from council.transport.batch_formats import BatchRequest
 from council.transport.judge import JudgeTask, one_request
 from council.transport.shape import seat_shape
 from council.transport.wire import Reply
@@ -52,16 +52,26 @@ def sim(span: float = 0.2) -> SimConfig:
     return SimConfig(seed=3, batch_completion_s=span, default=VendorBehaviour(**QUIET))
 
 
-def judge(server, journal: Journal, api: str = "openai") -> BatchJudge:
+def judge(server, journal: Journal, api: str = "openai", max_batch: int = 8) -> BatchJudge:
     """GPT-5's judge on OpenAI's batches, Claude's on Anthropic's (which take only Claude's own ids), each request
     fitted to its model as the run's pool fits it (council.transport.shape)."""
     endpoint = Endpoint(base_url=server.url)
     cls = AnthropicBatches if api == "anthropic" else OpenAIBatches
     member = MemberSpec(vendor="anthropic", judge_model=CLAUDE) if api == "anthropic" else MemberSpec(
         vendor="openai", judge_model=GPT)
-    return BatchJudge(member, PARAMS, cls(endpoint, member.vendor), journal, settings=VendorSettings(api=api),
-                      batch=FAST, prices=(1.0, 2.0, 0.5, 1.0),
+    return BatchJudge(member, PARAMS, cls(endpoint, member.vendor), journal,
+                      settings=VendorSettings(api=api, max_batch=max_batch), batch=FAST, prices=(1.0, 2.0, 0.5, 1.0),
                       shape=seat_shape(member.judge_model, member.vendor, PARAMS, endpoint, api))
+
+
+def journal_votes(folder) -> dict[str, set[str]]:
+    """Each local batch's votes (request keys), from the journal's packs."""
+    out: dict[str, set[str]] = {}
+    for raw in (folder / "batches.jsonl").read_bytes().splitlines():
+        event = json.loads(raw)
+        if event["event"] == "intent":
+            out[event["local"]] = {key for members in event["packs"].values() for key, _ in members}
+    return out
 
 
 async def test_the_council_reads_the_batches_the_official_sdks_create() -> None:
@@ -128,25 +138,28 @@ async def test_two_votes_with_one_prompt_share_one_request_and_split_its_usage(t
         a, b, c = await asyncio.gather(j.submit(tasks[0]), j.submit(twin), j.submit(tasks[1]))
         await j.close()
         stats = (await server.stats())["models"][j.shape.model]
-    assert stats["batch_billed"] == 2 and j.stats.shared == 1
-    assert (a.verdict, a.reason, a.batch_id) == (b.verdict, b.reason, b.batch_id) and a.row_id != b.row_id
-    assert a.usage.prompt_tokens + b.usage.prompt_tokens == stats["prompt_tokens"] - c.usage.prompt_tokens
-    assert abs(a.usage.prompt_tokens - b.usage.prompt_tokens) <= 1
+    # One request packs r0 and r1; the twin shares r0's place in it: three votes split its usage.
+    assert stats["batch_billed"] == 1 and j.stats.shared == 1 and j.stats.votes == 2
+    assert (a.verdict, a.reason, a.batch_id, a.request_id) == (b.verdict, b.reason, b.batch_id, b.request_id)
+    assert a.row_id != b.row_id and a.batch_rows == b.batch_rows == c.batch_rows == ["r0", "r1"]
+    assert a.usage.prompt_tokens + b.usage.prompt_tokens + c.usage.prompt_tokens == stats["prompt_tokens"]
+    assert max(r.usage.prompt_tokens for r in (a, b, c)) - min(r.usage.prompt_tokens for r in (a, b, c)) <= 1
 
 
 async def test_a_batch_that_fails_validation_stops_the_vendor_with_the_provider_s_reasons(tmp_path) -> None:
     truth, tasks = world(3)
     async with await start_sim(sim(), truth) as server:
-        j = judge(server, Journal(tmp_path))
-        real_pack = j.sender.api.pack
+        j = judge(server, Journal(tmp_path), max_batch=1)
+        real_spool = j.sender.api.spool
 
-        def broken(requests: list[BatchRequest]) -> list[Packed]:  # a file whose second line says GET
-            packed = real_pack(requests)[0]
-            lines = packed.body.splitlines(keepends=True)
+        def broken(requests, folder) -> list[Packed]:  # a file whose second line says GET
+            (packed,) = real_spool(requests, folder)
+            lines = packed.path.read_bytes().splitlines(keepends=True)
             lines[1] = lines[1].replace(b'"method":"POST"', b'"method":"GET"')
-            return [Packed(packed.model, b"".join(lines), packed.custom_ids)]
+            packed.path.write_bytes(b"".join(lines))
+            return [packed]
 
-        j.sender.api.pack = broken
+        j.sender.api.spool = broken
         results = await asyncio.gather(*(j.submit(t) for t in tasks), return_exceptions=True)
         await j.close()
     assert all(isinstance(r, ProviderUnavailable) for r in results), results
@@ -167,14 +180,16 @@ async def test_a_stop_fails_every_waiting_vote_at_once_and_the_next_judge_polls_
         await j.close()
         assert all(isinstance(r, Stopped) for r in done)
         (held,) = [e for e in Journal(tmp_path).entries.values() if e.batch_id]
-        assert held.ended_at is None and sorted(held.keys) == sorted(t.request_key for t in tasks[:3])
+        assert held.ended_at is None and journal_votes(tmp_path)[held.local] == {t.request_key for t in tasks[:3]}
         again = judge(server, Journal(tmp_path))  # the resume: the open batch is polled, the rest sent
         records = await asyncio.gather(*(again.submit(t) for t in tasks))
         await again.close()
         stats = (await server.stats())["models"][GPT]
-    assert again.stats.batches == 1 and again.stats.requests == 3
+    # The three held votes were one packed request; the resume reads them from it and packs the other three.
+    assert again.stats.batches == 1 and again.stats.requests == 1 and again.stats.read_again == 3
     assert [r.batch_id for r in records[:3]] == [held.batch_id] * 3 and records[3].batch_id != held.batch_id
-    assert stats["batch_billed"] == 6 and stats["batch_billed_twice"] == 0
+    assert [r.batch_rows for r in records] == [["r0", "r1", "r2"]] * 3 + [["r3", "r4", "r5"]] * 3
+    assert stats["batch_billed"] == 2 and stats["batch_billed_twice"] == 0
 
 
 async def test_a_provider_without_a_batch_api_stops_the_vendor_with_a_clear_error(tmp_path) -> None:

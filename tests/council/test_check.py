@@ -156,7 +156,8 @@ def test_a_run_against_a_real_provider_checks_first_and_sends_no_row_when_a_seat
 
 def test_a_seat_on_the_batch_transport_is_checked_with_a_batch_of_one_too():
     code, report = check_json("--transport", "batch", "--batch-wait", "60")
-    assert code == EXIT_OK and all(s["batch"] == "ok" for s in report["seats"])
+    # deepseek has no batch API: it stays synchronous in a batch run, and its seat is checked as such
+    assert code == EXIT_OK and all(s["batch"] == ("ok" if s["vendor"] != "deepseek" else None) for s in report["seats"])
 
 
 def test_grading_another_benchmark_s_outputs_checks_first_too(tmp_path, monkeypatch):

@@ -12,7 +12,7 @@ from council.cli import main
 from council.core.errors import ConfigError
 from council.core.schema import MemberSpec, Usage
 from council.protocol.config import CouncilConfig
-from council.protocol.prices import table_price
+from council.protocol.prices import batch_pages, table_price
 from council.run.runner import check_budget
 from tests.council.test_end_to_end import lines, subset
 
@@ -217,20 +217,59 @@ def test_a_batch_price_is_the_table_s_batch_variant(model, vendor, ref):
     assert (batch.input_mtok, batch.output_mtok) < (standard.input_mtok, standard.output_mtok)
 
 
-@pytest.mark.parametrize(("model", "vendor", "ref", "provider"), [
-    ("deepseek/deepseek-v3.2", "deepseek", "deepseek-v3.2", "deepseek"),
-    ("qwen/qwen3-max", "alibaba", "qwen/qwen3-max", "openrouter"),
-])
-def test_a_model_without_a_batch_variant_has_no_batch_price_and_falls_back(model, vendor, ref, provider):
+def test_a_model_without_a_batch_variant_or_page_rate_has_no_batch_price_and_falls_back():
     """Asked in the batch context, the table answers such a model with its standard rates: that must not pass for
-    a batch price. The config then counts the standard rates and names the model, when its vendor batches."""
-    assert genai_usd(ref, provider, BATCH, input_tokens=1000) == genai_usd(ref, provider, input_tokens=1000) > 0
+    a batch price. Mistral's batch API states no rate on its page: the config counts the standard rates and names
+    the model, when its vendor batches."""
+    model, vendor, ref = "mistralai/mistral-medium-3.1", "mistral", "mistralai/mistral-medium-3.1"
+    assert genai_usd(ref, "openrouter", BATCH, input_tokens=1000) == genai_usd(ref, "openrouter", input_tokens=1000) > 0
     assert table_price(model, vendor) is not None and table_price(model, vendor, batch=True) is None
     config = CouncilConfig(vendors={vendor: {"transport": "batch"}})
     assert config.batch_price(model, vendor) is None
     assert config.batch_rates_for(model, vendor) == config.rates_for(model, vendor) == config.vote_rates(model, vendor)
     assert config.batch_unpriced() == [model]
     assert CouncilConfig().batch_unpriced() == []  # sync: its standard price is the right one
+
+
+def test_a_batch_rate_the_table_lacks_comes_from_the_vendor_s_page_which_it_names():
+    """qwen3-max: no batch variant in the table; Alibaba's batch page states half the real-time price, and no cache
+    discount for batch requests. The price names the page and the day it was read."""
+    assert genai_usd("qwen/qwen3-max", "openrouter", BATCH, input_tokens=1000) == genai_usd(
+        "qwen/qwen3-max", "openrouter", input_tokens=1000) > 0
+    standard, batch = table_price("qwen/qwen3-max", "alibaba"), table_price("qwen/qwen3-max", "alibaba", batch=True)
+    pages = batch_pages()
+    entry = pages["vendors"]["alibaba"]
+    assert batch is not None and (batch.input_mtok, batch.output_mtok) == (
+        standard.input_mtok * entry["share_of_standard"], standard.output_mtok * entry["share_of_standard"])
+    assert batch.source.startswith(f"{entry['page']} (read {pages['read']})") and standard.source in batch.source
+    assert CouncilConfig().batch_rates_for("qwen/qwen3-max", "alibaba") == (batch.input_mtok, batch.output_mtok,
+                                                                            batch.input_mtok, batch.input_mtok)
+    # every entry of the table names a page, and a rate only where its page states one
+    for name, vendor in pages["vendors"].items():
+        assert vendor["page"].startswith("https://") and vendor["says"], name
+        assert ("share_of_standard" in vendor) == ("models" in vendor), name
+    assert all(host["page"].startswith("https://") for host in pages["hosts"].values())
+
+
+def test_a_vendor_without_a_batch_api_or_whose_endpoint_serves_none_stays_synchronous_in_a_batch_run():
+    config = CouncilConfig(transport="batch")
+    assert config.batching == ["anthropic", "google", "openai", "alibaba", "mistral"]
+    assert config.transport_of("deepseek") == "sync" and "no batch API" in config.batch_refusal("deepseek")
+    assert config.vote_rates("deepseek/deepseek-v3.2", "deepseek") == config.rates_for("deepseek/deepseek-v3.2",
+                                                                                        "deepseek")
+    forced = CouncilConfig(transport="batch", vendors={"deepseek": {"transport": "batch"}})
+    assert forced.transport_of("deepseek") == "sync"  # said explicitly, still none to send it through
+    # At a vendor's own API: the batch API must be one the council speaks, for that model.
+    native = CouncilConfig(transport="batch", vendors={
+        "openai": {"base_url": "https://api.openai.com/v1"},
+        "mistral": {"base_url": "https://api.mistral.ai/v1"},
+        "alibaba": {"base_url": "https://dashscope-intl.aliyuncs.com/compatible-mode/v1"}})
+    assert native.transport_of("openai") == "batch"
+    assert native.transport_of("mistral") == "sync" and "/v1/batch/jobs" in native.batch_refusal("mistral")
+    assert native.transport_of("alibaba") == "sync" and "not qwen3-max" in native.batch_refusal("alibaba")
+    beijing = CouncilConfig(transport="batch", vendors={
+        "alibaba": {"base_url": "https://dashscope.aliyuncs.com/compatible-mode/v1"}})
+    assert beijing.transport_of("alibaba") == "batch"
 
 
 def test_a_configured_batch_price_wins_and_the_transport_says_which_rates_a_vote_pays():
@@ -245,4 +284,4 @@ def test_a_configured_batch_price_wins_and_the_transport_says_which_rates_a_vote
     table = table_price("google/gemini-2.5-pro", "google", batch=True)  # no config batch price: the table's
     assert config.batch_price("google/gemini-2.5-pro", "google") == table
     assert config.vote_rates("google/gemini-2.5-pro", "google")[:2] == (table.input_mtok, table.output_mtok)
-    assert config.batch_unpriced() == ["qwen/qwen3-max", "mistralai/mistral-medium-3.1"]  # deepseek is sync
+    assert config.batch_unpriced() == ["mistralai/mistral-medium-3.1"]  # deepseek is sync; qwen has its page

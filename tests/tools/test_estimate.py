@@ -80,14 +80,16 @@ def test_round_two_requests_keep_the_batch_size_and_t_star_follows():
     assert disputed["t_star_s"] < all_["t_star_s"]
 
 
-def test_a_batching_vendor_sends_one_vote_per_request_whatever_its_chat_limits():
-    limited = {"rpm": 60, "max_batch": 4}
-    config = CouncilConfig.model_validate({"vendors": {"google": {**limited, "transport": "batch"},
-                                                       "openai": limited}})
+def test_a_batching_vendor_packs_max_batch_rows_a_request_whatever_its_chat_limits():
+    """A synchronous request packs rows only when the request limit binds; a batch request always packs
+    ``max_batch`` rows (never two answers to one item), so its prompts cost less than one row a request."""
+    config = CouncilConfig.model_validate({"vendors": {"google": {"max_batch": 4, "transport": "batch"},
+                                                       "openai": {"max_batch": 4}}})
     all_, _ = strategies(config, 0.5, 0.0)
     google, openai = all_["vendors"]["google"], all_["vendors"]["openai"]
-    assert google["batch_size"] == 1 and google["requests"] == google["votes"]
-    assert openai["batch_size"] == 4 and openai["requests"] < openai["votes"]
+    assert google["batch_size"] == 4 and google["requests"] < google["votes"]
+    assert openai["batch_size"] == 1 and openai["requests"] == openai["votes"]  # no request limit binds
+    assert openai["cost_batch_usd"] < openai["cost_usd"] / 2  # what its votes would cost batched: packed, at half
 
 
 # ---- the prompt cache --------------------------------------------------------------------------------------------
@@ -147,7 +149,8 @@ def test_cached_tokens_are_paid_at_the_cache_read_rate(monkeypatch):
 
 # ---- synchronous and batch rates ------------------------------------------------------------------------------
 
-BATCHING = {"openai": {"transport": "batch", "rpm": 60, "max_batch": 1}, "deepseek": {"transport": "batch"},
+BATCHING = {"openai": {"transport": "batch", "rpm": 60, "max_batch": 1},
+            "mistral": {"transport": "batch", "max_batch": 1}, "deepseek": {"transport": "batch"},
             "google": {"rpm": 100}}
 
 
@@ -161,12 +164,14 @@ def batch_rates(ref: str, provider: str) -> tuple[float, float]:
 
 
 def test_votes_are_costed_at_both_rates_and_this_run_at_each_vendor_s_transport():
-    """openai batches (a batch variant in the table: half price), deepseek batches with no batch rate known (its
-    standard one), the rest are synchronous. Round one's batch cost is its tokens at genai-prices' batch rates;
-    this run's cost takes each vendor at its own transport's; T* leaves the batched votes out."""
+    """openai batches (a batch variant in the table: half price), mistral batches with no batch rate known (its
+    standard one), deepseek is asked to and cannot (no batch API), the rest are synchronous. Round one's batch cost
+    is its tokens at genai-prices' batch rates; this run's cost takes each vendor at its own transport's; T*
+    leaves the batched votes out."""
     config = CouncilConfig.model_validate({"vendors": BATCHING})
     all_, disputed = strategies(config, 0.5, 0.2)
-    hand = {"openai": batch_rates("gpt-5", "openai"), "deepseek": batch_rates("deepseek-v3.2", "deepseek")}
+    hand = {"openai": batch_rates("gpt-5", "openai"), "mistral": batch_rates("mistralai/mistral-medium-3.1",
+                                                                             "openrouter")}
     for vendor, (rate_in, rate_out) in hand.items():
         member = next(m for m in config.roster if m.vendor == vendor)
         mine = [r for r in ROWS if member in eligible_members(r, config.roster, config.self_exclusion)]
@@ -181,8 +186,11 @@ def test_votes_are_costed_at_both_rates_and_this_run_at_each_vendor_s_transport(
     for s in (all_, disputed):
         vendors = s["vendors"]
         assert vendors["openai"]["cost_batch_usd"] == pytest.approx(vendors["openai"]["cost_usd"] / 2, abs=1e-5)
-        assert vendors["deepseek"]["cost_batch_usd"] == vendors["deepseek"]["cost_usd"]  # standard rate assumed
-        assert [v for v, x in vendors.items() if not x["batch_price_known"]] == ["alibaba", "deepseek", "mistral"]
+        assert vendors["mistral"]["cost_batch_usd"] == vendors["mistral"]["cost_usd"]  # standard rate assumed
+        deepseek = vendors["deepseek"]  # synchronous: costed as it is sent
+        assert deepseek["transport"] == "sync" and deepseek["cost_batch_usd"] == deepseek["cost_run_usd"] == deepseek[
+            "cost_usd"]
+        assert [v for v, x in vendors.items() if not x["batch_price_known"]] == ["mistral"]
         assert vendors["google"]["cost_run_usd"] == vendors["google"]["cost_usd"] > vendors["google"]["cost_batch_usd"]
         assert s["cost_batch_usd"] == pytest.approx(sum(v["cost_batch_usd"] for v in vendors.values()), abs=1e-6)
         assert s["cost_run_usd"] == pytest.approx(sum(v["cost_batch_usd" if v["transport"] == "batch" else "cost_usd"]
@@ -198,7 +206,8 @@ def test_the_command_shows_both_rates_and_says_what_batches(tmp_path, capsys):
     config.write_bytes(orjson.dumps({"vendors": BATCHING}))
     assert main(["estimate", "--config", str(config), "--unanimity", "0.7", "--json"]) == 0
     data = orjson.loads(capsys.readouterr().out)
-    assert data["batching"] == ["openai", "deepseek"] and data["batch_unpriced"] == ["deepseek/deepseek-v3.2"]
+    assert data["batching"] == ["openai", "mistral"] and data["batch_unpriced"] == ["mistralai/mistral-medium-3.1"]
+    assert list(data["batch_sync"]) == ["deepseek"] and "no batch API" in data["batch_sync"]["deepseek"]
     assert data["cost_batch_usd"] < data["cost_run_usd"] < data["cost_usd"]
     assert main(["estimate", "--config", str(config), "--unanimity", "0.7"]) == 0
     out = capsys.readouterr().out
@@ -206,8 +215,9 @@ def test_the_command_shows_both_rates_and_says_what_batches(tmp_path, capsys):
     for figure in (data["cost_usd"], data["cost_batch_usd"], data["cost_run_usd"], disputed["cost_batch_usd"],
                    disputed["cost_run_usd"]):
         assert f"{figure:.4f}" in out
-    assert "batch transport: openai, deepseek" in out and "T* does not apply" in out and "24 h" in out
-    assert "this run counts deepseek/deepseek-v3.2 at it" in out
+    assert "batch transport: openai, mistral" in out and "T* does not apply" in out and "24 h" in out
+    assert "this run counts mistralai/mistral-medium-3.1 at it" in out
+    assert "deepseek stays synchronous in this batch run: deepseek has no batch API" in out.replace("\n", " ")
     assert main(["estimate", "--unanimity", "0.7"]) == 0  # nothing batches: nothing said of a batch transport
     out = capsys.readouterr().out
     assert "batch $" in out and "batch transport:" not in out and "this run counts" not in out
