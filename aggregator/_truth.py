@@ -217,15 +217,21 @@ def council_versus_members(council, votes_k, gold, item, n_items: int, members: 
     if not known.any():
         return None
     m = v.shape[1]
-    judges = np.column_stack([c, v])  # column 0 the council, then the members
-    scored = (judges != MISSING) & known[:, None]
-    own_row, own_col = np.nonzero(scored)  # columns 0..M: each judge on its own rows
-    pair_row, j = np.nonzero(scored[:, 1:])  # then per member j: the council (column M + 1 + 2j) and j itself
-    row = np.concatenate([own_row, pair_row, pair_row])  # (column M + 2 + 2j) on the rows j voted
-    col = np.concatenate([own_col, m + 1 + 2 * j, m + 2 + 2 * j])
-    right = np.concatenate([judges[own_row, own_col] == g[own_row], c[pair_row] == g[pair_row],
-                            v[pair_row, j] == g[pair_row]]).astype(np.float64)
-    S, C = score_matrix(it[row], col, right, n_items, 3 * m + 1)
+    # Columns 0..M: each judge on its own rows (the council, then the members); then per member j the council
+    # (column M + 1 + 2j) and j itself (column M + 2 + 2j) on the rows j voted. One column at a time, so that
+    # what is held beside the votes is a few values per row, not one per vote.
+    S = np.zeros((3 * m + 1, n_items))
+    C = np.zeros((3 * m + 1, n_items), dtype=np.int64)
+    council_right = c == g
+    for col in range(m + 1):
+        judge = c if col == 0 else v[:, col - 1]
+        rows = np.flatnonzero((judge != MISSING) & known)
+        S[col], C[col] = score_matrix(it[rows], np.zeros(len(rows), dtype=np.int64),
+                                      (judge[rows] == g[rows]).astype(np.float64), n_items, 1)
+        if col:
+            S[m + 2 * col - 1], C[m + 2 * col - 1] = score_matrix(
+                it[rows], np.zeros(len(rows), dtype=np.int64), council_right[rows].astype(np.float64), n_items, 1)
+            S[m + 2 * col], C[m + 2 * col] = S[col], C[col]
     boot = bootstrap_scores(S, C, n_resamples=n_resamples, seed=seed, ci=ci)
     names = ["council", *members]
     if np.isnan(boot.point[1:m + 1]).all():
@@ -234,7 +240,7 @@ def council_versus_members(council, votes_k, gold, item, n_items: int, members: 
     point = boot.point[pair][0::2] - boot.point[pair][1::2]
     diffs = boot.samples[:, pair][:, 0::2] - boot.samples[:, pair][:, 1::2]  # NaN where m's rows were not drawn
     low, high = _percentile_interval(diffs, ci)
-    rows = scored[:, 1:].sum(axis=0)
+    rows = ((v != MISSING) & known[:, None]).sum(axis=0)
     versus = {name: {"value": plain(point[j]), "ci_low": plain(low[j]), "ci_high": plain(high[j]),
                      "rows": int(rows[j])} for j, name in enumerate(members)}
     best = int(np.nanargmin(point))

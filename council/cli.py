@@ -42,6 +42,7 @@ from council.console.progress import ProgressDisplay, RunBoard, job_progress
 from council.console.results import print_partial, print_result, print_timings, print_warnings
 from council.console.runs import list_runs, open_run, show_row, show_run
 from council.core.errors import ConfigError, CouncilError, InputError, ProviderUnavailable
+from council.core.memory import settle_allocator
 from council.core.process_exit import exit_process
 from council.grading.stop import StopControl, Stopped
 from council.protocol.config import CouncilConfig, validation_problems
@@ -865,6 +866,7 @@ def _parse(argv: list[str]) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
+    settle_allocator()  # a long run's freed memory goes back to the system (council.core.memory)
     argv = list(sys.argv[1:] if argv is None else argv)
     args = _parse(argv)
     try:

@@ -11,6 +11,7 @@ Plain and zstd-compressed archives (:mod:`council.store.archive`) are read alike
 from __future__ import annotations
 
 import dataclasses
+from array import array
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from council.core.schema import MemberSpec, Scale
 from council.protocol.anonymise import self_identifies
 from council.protocol.deliberation import Role, Rule, disputed, disputed_levels
 from council.protocol.panels import panel
+from council.scoring.anonymity import ShownCounts
 from council.store.runfolder import ELICITED, iter_json
 
 CODE = {"correct": agg.CORRECT, "incorrect": agg.INCORRECT}
@@ -51,8 +53,7 @@ class Counters:
     member_votes: Counter[str] = field(default_factory=Counter)
     member_status: dict[str, Counter[str]] = field(default_factory=dict)  # member -> parse status -> votes
     self_identified: Counter[str] = field(default_factory=Counter)  # model -> responses naming their own maker
-    peers_shown: dict[tuple[str, str], tuple[dict[str, str], dict[str, int]]] = field(default_factory=dict)
-    """(row, member) -> the round-two vote's peer letters and the names cut from each (the latest record)."""
+    shown: ShownCounts = field(default_factory=ShownCounts)  # what peers were shown in round two (latest records)
 
     def add(self, rec: dict[str, Any]) -> None:
         status = rec.get("parse_status")
@@ -69,8 +70,7 @@ class Counters:
             self.reasked_requests.add(rec.get("request_id", ""))
         self.member_votes[rec["member"]] += 1
         if rec.get("round") == 2:
-            self.peers_shown[(rec["row_id"], rec["member"])] = (rec.get("peer_letters") or {},
-                                                                rec.get("peers_scrubbed") or {})
+            self.shown.add(rec)
         self.member_status.setdefault(rec["member"], Counter())[status] += 1
 
     def pay(self, rec: dict[str, Any]) -> None:
@@ -158,21 +158,21 @@ def build(folder: Path, roster: list[MemberSpec], self_exclusion: bool, probe_by
     row deliberated) says which rows' round two counts (:func:`_set_aside`)."""
     members = [m.vendor for m in roster]
     member_index = {v: j for j, v in enumerate(members)}
+    # Per row only its id, and compact columns: this is what scoring holds per row of a large run.
     row_ids: list[str] = []
-    vendors: list[str] = []
+    vendors: list[str] = []  # each vendor's one string object, shared by its rows
+    vendor_names: dict[str, str] = {}
     models: dict[str, int] = {}
     model_vendors: list[str] = []
     items: dict[str, int] = {}
-    model_idx: list[int] = []
-    item_idx: list[int] = []
-    gold: list[int] = []
-    confidence: list[float] = []
-    abstained: list[bool] = []
+    model_idx, item_idx = array("i"), array("i")
+    gold, abstained = array("b"), array("b")
+    confidence = array("d")
     counters = Counters()
     for row in _stream(folder / "rows.jsonl"):
         counters.self_identified[row["model"]] += self_identifies(row.get("response") or "", row["model"], row["vendor"])
         row_ids.append(row["row_id"])
-        vendors.append(row["vendor"])
+        vendors.append(vendor_names.setdefault(row["vendor"], row["vendor"]))
         k = models.setdefault(row["model"], len(models))
         if k == len(model_vendors):
             model_vendors.append(row["vendor"])
@@ -205,10 +205,15 @@ def build(folder: Path, roster: list[MemberSpec], self_exclusion: bool, probe_by
     eligible = panels[np.array([group[v] for v in vendors], dtype=np.int64)] if n else np.zeros((0, len(members)), bool)
     votes = np.full((n, len(members), 2), agg.MISSING, dtype=np.int8)
     answered = np.zeros((n, len(members), 2), dtype=bool)
+    latest = np.full((n, len(members)), -1, dtype=np.int32)  # each round-two vote's latest record (its ordinal)
+    superseded = False
     for round_ in (1, 2):
-        for rec in _stream(folder / f"round{round_}.jsonl", missing_ok=True):
+        for ordinal, rec in enumerate(_stream(folder / f"round{round_}.jsonl", missing_ok=True)):
             counters.add(rec)
             i, j = row_index.get(rec["row_id"]), member_index.get(rec["member"])
+            if round_ == 2 and i is not None and j is not None:
+                superseded |= bool(latest[i, j] >= 0)
+                latest[i, j] = ordinal
             if i is not None and j is not None and eligible[i, j]:  # a later record supersedes an earlier
                 votes[i, j, round_ - 1] = CODE.get(rec.get("verdict"), agg.MISSING)
                 answered[i, j, round_ - 1] = rec.get("parse_status") != "error"
@@ -218,6 +223,12 @@ def build(folder: Path, roster: list[MemberSpec], self_exclusion: bool, probe_by
                     for name, level in (rec.get("scores") or {}).items():
                         if name in column:
                             levels[i, j, column[name], round_ - 1] = level
+    if superseded:  # rare (a vote asked again): take back what its earlier records added to the peers' counts
+        for ordinal, rec in enumerate(_stream(folder / "round2.jsonl", missing_ok=True)):
+            i, j = row_index.get(rec["row_id"]), member_index.get(rec["member"])
+            if i is not None and j is not None and latest[i, j] != ordinal:
+                counters.shown.add(rec, sign=-1)
+    del latest
     rule = deliberation or Rule()
     aside = _set_aside(rule, row_ids, votes, levels, answered, eligible, scale_of_row, [sc.names for sc in scale_list])
     graded = (answered | ~eligible[:, :, None]).all(axis=(1, 2))

@@ -20,7 +20,6 @@ from council.protocol.config import HonestyWeights
 from council.protocol.deliberation import Rule
 from council.protocol.panels import panel
 from council.scoring import scales
-from council.scoring.anonymity import anonymisation
 from council.scoring.arrays import CODE, SPEND, WORD, Counters, VoteArrays, build, row_role
 from council.store.runfolder import ITEMS, MANIFEST, SUMMARY, VERDICTS, RunFolder, read_jsonl
 from council.store.tables import write_scores
@@ -467,7 +466,7 @@ def rescore(folder: RunFolder) -> dict[str, Any]:
     summary["state"] = state
     summary["complete"] = state["state"] == "finished" and not summary["not_graded_rows"]
     summary["refused_rows"] = len(refused)
-    summary["anonymisation"] = anonymisation(arrays.counters.peers_shown)  # names cut from each member's reasons shown to peers
+    summary["anonymisation"] = arrays.counters.shown.summary()  # names cut from each member's reasons shown to peers
     if refused:
         summary["diagnostics"]["warnings"].append(
             f"{len(refused)} rows refused before any call (e.g. {next(iter(refused.values()))})")

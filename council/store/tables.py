@@ -77,7 +77,8 @@ from council.store.runfolder import ITEMS, MANIFEST, SUMMARY, VERDICTS, iter_jso
 SCORES_CSV = "scores.csv"
 SCORES_PARQUET = "scores.parquet"
 LEADERBOARD_CSV = "leaderboard.csv"
-PARQUET_ROWS = 8192  # rows per parquet row group (and per batch held in memory)
+PARQUET_ROWS = 4096  # rows per parquet row group (held in memory as Arrow columns)
+CHUNK_ROWS = 512  # rows held as Python values at once, on their way to Arrow columns
 
 # (column, parquet type) of the fixed columns: the scales' columns come after _HEAD, the members' after _MIDDLE.
 _HEAD = [("row_id", "string"), ("item_id", "string"), ("probe", "string"), ("model", "string"),
@@ -177,20 +178,27 @@ def _write_parquet(path: Path, columns: list[tuple[str, str]], records: Iterator
     schema = pa.schema([(name, types[kind]) for name, kind in columns])
     tmp = path.with_name(path.name + ".tmp")
 
-    def flush(batch: list[list[Any]]) -> None:
-        arrays = [_arrow_column(pa, types[kind], kind, [r[k] for r in batch]) for k, (_, kind) in enumerate(columns)]
-        writer.write_table(pa.Table.from_arrays(arrays, schema=schema))
+    def chunk(records: list[list[Any]]) -> Any:  # a few rows at a time, so that no row group is held as objects
+        return pa.RecordBatch.from_arrays(
+            [_arrow_column(pa, types[kind], kind, [r[k] for r in records]) for k, (_, kind) in enumerate(columns)],
+            schema=schema)
 
     with pq.ParquetWriter(tmp, schema) as writer:
-        batch: list[list[Any]] = []
+        group: list[Any] = []  # Arrow record batches of the row group being gathered
+        pending: list[list[Any]] = []
         written = 0
         for record in records:
-            batch.append(record)
-            if len(batch) >= PARQUET_ROWS:
-                flush(batch)
-                written, batch = written + len(batch), []
-        if batch or not written:
-            flush(batch)  # an empty run still gets its (typed) columns
+            pending.append(record)
+            if len(pending) >= CHUNK_ROWS:
+                group.append(chunk(pending))
+                pending = []
+                if sum(b.num_rows for b in group) >= PARQUET_ROWS:
+                    writer.write_table(pa.Table.from_batches(group, schema=schema).combine_chunks())
+                    written, group = written + PARQUET_ROWS, []
+        if pending or not (written or group):
+            group.append(chunk(pending))  # an empty run still gets its (typed) columns
+        if group:
+            writer.write_table(pa.Table.from_batches(group, schema=schema).combine_chunks())
     os.replace(tmp, path)
     return path
 
