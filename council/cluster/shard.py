@@ -90,7 +90,8 @@ class ShardWorker:
         self.budget = budget
         self.coordinator = Coordinator(
             config, {i.id: i for i in items}, pool, link.put, on_row_done=self._row_done, extra_names=names,
-            archived=self._known, budget=budget, stop=self.stop, on_refused=lambda row, reason: link.refuse(row.row_id, reason))
+            archived=self._known, budget=budget, stop=self.stop, on_refused=lambda row, reason: link.refuse(row.row_id, reason),
+            sequential_audit=False)  # chunks are graded apart, in no one order: the audit takes every candidate
 
     def _row_done(self, _row: ResponseRow) -> None:
         self.rows_done += 1

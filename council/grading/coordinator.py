@@ -9,7 +9,13 @@ A vote already in the archive is not asked again: a resumed run passes the votes
 by request key alone; the copy is archived with ``reused_from``).
 
 With ``--deliberate disputed`` round two is sent only on a row whose round one is disputed, or that the
-deliberation audit sampled (:class:`council.protocol.deliberation.Rule`); the others end after round one.
+deliberation audit takes (:class:`council.protocol.deliberation.Rule`); the others end after round one. The audit
+is sequential (:class:`council.grading.sequential.SequentialAudit`) when one :meth:`Coordinator.run` grades the
+whole run; rows graded apart (:meth:`Coordinator.grade_row` alone, a shard's chunks) and a run through a batch
+API audit every candidate. Each member's round two is laid out by
+:func:`council.protocol.deliberation.round_two_layout`: a follow-up of round one's conversation only where a
+prompt cache serves the repeat (sent alone, as round one was, or as round one's request again), else one new
+message.
 
 Each row's panel is the protocol's (self-exclusion, reserves filling emptied seats). A row too large for
 the limits or a judge's context is refused before any call. ``--batch-audit`` re-asks a seeded sample of
@@ -27,17 +33,23 @@ import threading
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from typing import Protocol, TypeVar
 
+import numpy as np
+
+import aggregator as agg
 from council.core.errors import ProviderUnavailable
 from council.core.schema import BankItem, ElicitedRecord, JudgeCallRecord, MemberSpec, ResponseRow, Scale
 from council.grading.budget import Budget, BudgetExhausted
 from council.grading.pools import JudgePool
+from council.grading.sequential import SequentialAudit
 from council.grading.stop import StopControl, Stopped
 from council.protocol.anonymise import Anonymiser
 from council.protocol.config import CouncilConfig
-from council.protocol.deliberation import Rule, disputed, disputed_levels, sampled
+from council.protocol.deliberation import (
+    Role, Rule, changed_levels, changed_verdicts, disputed, disputed_levels, round_two_layout, sampled,
+)
 from council.protocol.panels import eligible_members, peers_for, row_order
 from council.protocol.prompts import (
-    CONVERSATION_VERSION, round1_body, round2_body, rubric_hash, single_messages,
+    CACHED_VERSION, CONVERSATION_VERSION, round1_body, round2_body, rubric_hash, single_messages,
 )
 from council.transport.judge import JudgeTask
 from council.transport.quota import estimate_tokens
@@ -73,6 +85,7 @@ class Coordinator:
         stop: StopControl | None = None,
         on_refused: Callable[[ResponseRow, str], None] | None = None,
         on_row_graded: Callable[[ResponseRow, list[JudgeCallRecord], bool], None] | None = None,
+        sequential_audit: bool = True,
     ) -> None:
         self.config = config
         self.items = items
@@ -96,6 +109,12 @@ class Coordinator:
         self.error: ProviderUnavailable | None = None
         self._audits: set[asyncio.Task[None]] = set()
         self._deliberation = Rule.of(config)  # which rows get round two (``--deliberate``, its audit)
+        rule = self._deliberation
+        # False: every candidate is audited (a shard's chunks are graded apart, in no one order; a batch API would
+        # hold each slice of the audit for a batch's turnaround)
+        self._sequential = (sequential_audit and not config.batching and rule.mode == "disputed"
+                            and rule.audit_share > 0 and rule.audit_stop > 0)
+        self.deliberation_audit: SequentialAudit | None = None  # the run's, while run() grades in order
 
     def note_audited(self, keys: Iterable[VoteKey]) -> None:
         """Votes whose batch audit is already archived (a shard learns them chunk by chunk)."""
@@ -104,30 +123,58 @@ class Coordinator:
     async def run(self, rows: Iterable[ResponseRow]) -> None:
         """Grade every row; at most ``config.rows_in_flight`` rows are in progress at once. A budget that
         runs out stops new rows; the votes in flight finish and are archived."""
+        order = self._ordered()
         with heap_frozen():
-            await self._work(item_major(rows), self.grade_row)
+            if order is None:
+                await self._work(item_major(rows), self.grade_row)
+            else:
+                await self._work(enumerate(item_major(rows)), self._grade_in_order)
             await self._finish_audits()
+
+    def _ordered(self) -> SequentialAudit | None:
+        """The run's sequential deliberation audit, begun (None where every candidate is audited)."""
+        self.deliberation_audit = SequentialAudit(self._deliberation.audit_stop) if self._sequential else None
+        if self.deliberation_audit is not None:  # a stopping run takes no more rows: no candidate waits for one
+            self.stop.on_request(self.deliberation_audit.halt)
+        return self.deliberation_audit
+
+    async def _grade_in_order(self, numbered: tuple[int, ResponseRow]) -> None:
+        seq, row = numbered
+        try:
+            await self.grade_row(row, seq=seq)
+        finally:
+            assert self.deliberation_audit is not None
+            self.deliberation_audit.ended(seq)
 
     async def run_elicited(self, tasks: list) -> list[ResponseRow]:  # noqa: ANN001 - ElicitTasks
         """Ask the models under test, then grade each answer as soon as it arrives (no barrier between
         elicitation and grading). Answers that were truncated or empty are archived, never graded."""
         rows: dict[str, ResponseRow] = {}
+        audit = self._ordered()
 
-        async def one(task) -> None:  # noqa: ANN001
-            record = self._archived_elicited.get(task.row_id)
-            if record is None or record.error is not None:
-                record = await self._elicit(task)
-            if record.gradable:
-                row = ResponseRow.model_validate(
-                    {"row_id": record.row_id, "item_id": record.item_id, "model": record.model, "vendor": record.vendor,
-                     "response": record.answer or "", "confidence": record.confidence, "abstained": record.abstained},
-                    context={"vendor_map": self.config.vendor_map})
-                rows[row.row_id] = row
-                await self.grade_row(row)
+        async def one(numbered) -> None:  # noqa: ANN001 - (its place, an ElicitTask)
+            seq, task = numbered
+            try:
+                record = self._archived_elicited.get(task.row_id)
+                if record is None or record.error is not None:
+                    record = await self._elicit(task)
+                if record.gradable:
+                    row = ResponseRow.model_validate(
+                        {"row_id": record.row_id, "item_id": record.item_id, "model": record.model,
+                         "vendor": record.vendor, "response": record.answer or "", "confidence": record.confidence,
+                         "abstained": record.abstained},
+                        context={"vendor_map": self.config.vendor_map})
+                    rows[row.row_id] = row
+                    await self.grade_row(row, seq=None if audit is None else seq)
+                elif audit is not None:
+                    audit.known(seq, False)  # never graded: not a candidate
+            finally:
+                if audit is not None:
+                    audit.ended(seq)
 
         order = [t.row_id for t in tasks]
         with heap_frozen():
-            await self._work(iter(tasks), one)
+            await self._work(enumerate(tasks), one)
             await self._finish_audits()
         return [rows[r] for r in order if r in rows]
 
@@ -225,7 +272,8 @@ class Coordinator:
                 return f"prompt of about {tokens:,} tokens is over {m.vendor}'s context of {context:,} tokens"
         return None
 
-    async def grade_row(self, row: ResponseRow) -> None:
+    async def grade_row(self, row: ResponseRow, *, seq: int | None = None) -> None:
+        """Both rounds of ``row``; ``seq``: its place in the run's order (the sequential audit's), if it has one."""
         item = self.items[row.item_id]
         members = eligible_members(row, self.config.roster, self.config.self_exclusion)
         refused = self.refusal(item, row, members) if members else None
@@ -245,27 +293,76 @@ class Coordinator:
             ))
             round1 = {r.member: r for r in first if not r.shadow}  # a shadow vote is never shown to peers
             order = row_order(self.config.seed, row.row_id, [m.vendor for m in members])
-            second = []
-            skipped = self._deliberation.role(row.row_id, round_one_disputed(item, members, round1)) == "skipped"
-            for m in ([] if skipped else members):
-                own = round1[m.vendor]
-                peers, letters, scrubbed = peers_for(m.vendor, order, round1, self._scrub)
-                body2 = round2_body(item, row, own.verdict, own.reason, peers, contain=self.config.judge.containment,
-                                    own_scores=own.scores, version=self.config.judge.prompt_version)
-                after = tuple(own.batch_rows) if self.config.judge.prompt_version == CONVERSATION_VERSION else ()
-                second.append(self._vote(m, row, 2, body2, letters, rubric, scale=item.scale, scrubbed=scrubbed,
-                                         after=after))
-            records = [*round1.values(), *_settled(await asyncio.gather(*second, return_exceptions=True))]
+            role = await self._role(item, row, members, round1, seq)
+            second = [] if role == "skipped" else [self._second(m, item, row, round1, order, rubric) for m in members]
+            round2 = _settled(await asyncio.gather(*second, return_exceptions=True))
+            if role == "audit" and seq is not None and self.deliberation_audit is not None:
+                self.deliberation_audit.done(seq, *self.audit_changed(item, members, round1, round2))
+            records = [*round1.values(), *round2]
         else:
+            if seq is not None and self.deliberation_audit is not None:
+                self.deliberation_audit.known(seq, False)  # never sent: not a candidate
             records = []
         if self._on_row_graded is not None:
             self._on_row_graded(row, records, refused is not None)
         if self._on_row_done is not None:
             self._on_row_done(row)
 
+    async def _role(self, item: BankItem, row: ResponseRow, members: list[MemberSpec],
+                    round1: dict[str, JudgeCallRecord], seq: int | None) -> Role:
+        """What round two is on the row, from its round one (:class:`council.protocol.deliberation.Rule`): a
+        candidate of the audit is audited if the run's sequential audit says so (it may wait for earlier rows),
+        or always where rows are graded apart."""
+        rule, audit = self._deliberation, self.deliberation_audit if seq is not None else None
+        if rule.mode == "all" or round_one_disputed(item, members, round1):
+            if audit is not None:
+                audit.known(seq, False)
+            return "deliberated"
+        candidate = rule.candidate(row.row_id)
+        if audit is None:
+            return "audit" if candidate else "skipped"
+        audit.known(seq, candidate)
+        return "audit" if candidate and await audit.decide(seq) else "skipped"
+
+    def _second(self, m: MemberSpec, item: BankItem, row: ResponseRow, round1: dict[str, JudgeCallRecord],
+                order: list[str], rubric: str) -> Awaitable[JudgeCallRecord]:
+        """Member ``m``'s round-two vote, in the layout the rule gives it: a follow-up of a round one sent alone is
+        sent alone, one of a round one sent with other rows goes out with them when they are all queued."""
+        own, params = round1[m.vendor], self.config.judge
+        peers, letters, scrubbed = peers_for(m.vendor, order, round1, self._scrub)
+        layout = round_two_layout(params.prompt_version, own, mode=self._deliberation.mode,
+                                  contain=params.containment)
+        body = round2_body(item, row, own.verdict, own.reason, peers, contain=params.containment,
+                           own_scores=own.scores, version=layout)
+        follow = layout == CONVERSATION_VERSION
+        return self._vote(m, row, 2, body, letters, rubric, scale=item.scale, scrubbed=scrubbed,
+                          after=tuple(own.batch_rows) if follow else (),
+                          solo=follow and params.prompt_version == CACHED_VERSION and len(own.batch_rows) <= 1)
+
+    def audit_changed(self, item: BankItem, members: list[MemberSpec], round1: dict[str, JudgeCallRecord],
+                      round2: list[JudgeCallRecord]) -> tuple[bool, bool]:
+        """(complete, changed) of an audit row: every member's round two is in and none failed; and whether its
+        verdict (a graded item's council level on some dimension) would change had round two counted, by the rule
+        scoring counts the audit's changes with (:func:`council.protocol.deliberation.changed_verdicts`)."""
+        second = {r.member: r for r in round2}
+        complete = all(m.vendor in second and second[m.vendor].parse_status != "error" for m in members)
+        seated = {m.vendor for m in members}
+        columns = [m.vendor for m in self.config.roster]
+        rounds = (round1, second)
+        if item.scale is None:
+            code = {"correct": agg.CORRECT, "incorrect": agg.INCORRECT}
+            votes = [[[code.get(r[v].verdict, agg.MISSING) if v in seated and v in r else agg.MISSING
+                       for v in columns]] for r in rounds]
+            return complete, bool(changed_verdicts(*votes, self.config.quorum)[0])
+        names = item.scale.names
+        levels = [[[[float((r[v].scores or {}).get(d, "nan")) if v in seated and v in r else float("nan")
+                     for d in names] for v in columns]] for r in rounds]
+        return complete, bool(changed_levels(np.stack(levels, axis=-1), self.config.quorum)[0])
+
     async def _vote(self, member: MemberSpec, row: ResponseRow, round_: int, body: str, letters: dict[str, str],
                     rubric: str, *, shadow: bool = False, scale: Scale | None = None,
-                    scrubbed: dict[str, int] | None = None, after: tuple[str, ...] = ()) -> JudgeCallRecord:
+                    scrubbed: dict[str, int] | None = None, after: tuple[str, ...] = (),
+                    solo: bool = False) -> JudgeCallRecord:
         params = self.config.judge
         key = vote_key(member.judge_model, member.vendor, round_, body, params)
         archived = self._archived.get((row.row_id, member.vendor, round_))
@@ -282,7 +379,7 @@ class Coordinator:
             self.served_from_archive += 1
             return copy
         task = JudgeTask(row.row_id, round_, body, letters, rubric_hash=rubric, request_key=key, item_id=row.item_id,
-                         scale=scale, after=after)
+                         scale=scale, after=after, solo=solo)
         record = await self._ask(member, task)
         if shadow:
             record = record.model_copy(update={"shadow": True})

@@ -148,9 +148,10 @@ class JudgeParams(_Frozen):
     reasoning_effort: Literal["minimal", "low", "medium", "high"] = "low"  # for models that take an effort
     thinking_budget: int = Field(default=1024, ge=0)  # reasoning tokens allowed per request on top of the answer
     containment: bool = True  # audit only (like --no-self-exclusion): False sends the unfenced judge-v1 layout
-    # judge-v3: round two as the next turn of round one's conversation, so a provider's prompt cache serves
-    # round one's part of it; judge-v2: round two as one new message (kept for comparability with older runs)
-    prompt_version: Literal["judge-v2", "judge-v3"] = "judge-v3"
+    # judge-v4: round two as the next turn of round one's conversation where a provider's prompt cache serves round
+    # one's part of it, else as one new message (council.protocol.deliberation.round_two_layout); judge-v3: always
+    # the next turn; judge-v2: always one new message (both kept for comparability with older runs)
+    prompt_version: Literal["judge-v2", "judge-v3", "judge-v4"] = "judge-v4"
 
 
 class HonestyWeights(_Frozen):
@@ -196,6 +197,8 @@ class CouncilConfig(_Frozen):
     batch_audit: float = Field(default=0.0, ge=0.0, le=1.0)  # share of batched votes re-asked alone
     deliberate: Literal["all", "disputed"] = "disputed"  # round two only where round one is disputed, or on every row
     deliberation_audit: float = Field(default=0.1, ge=0.0, le=1.0)  # share of skipped rows deliberated, uncounted
+    # the audit stops once the 95% Wilson upper bound of its flip rate is at or under this (0: audit the whole share)
+    deliberation_audit_stop: float = Field(default=0.2, ge=0.0, lt=1.0)
     seed: int = 0
     judge: JudgeParams = Field(default_factory=JudgeParams)
     timeouts: Timeouts = Field(default_factory=Timeouts)  # every provider call's per-phase HTTP timeouts
@@ -320,14 +323,17 @@ class CouncilConfig(_Frozen):
     @classmethod
     def recorded(cls, config: dict, judge_prompt_version: str) -> CouncilConfig:
         """A run's config as its manifest holds it. A run recorded before a setting existed keeps what it was
-        run with, not today's default: ``judge.prompt_version`` the version its manifest names (judge-v2), and
-        round two on every row (``deliberate`` all, no audit). Its resume sends the same requests, or it would pay
-        for its round two again, or skip the round two its other rows had."""
+        run with, not today's default: ``judge.prompt_version`` the version its manifest names (judge-v2), round
+        two on every row (``deliberate`` all, no audit), and an audit of the whole share (``deliberation_audit_stop``
+        0). Its resume sends the same requests, or it would pay for its round two again, or skip the round two its
+        other rows had."""
         judge = config.get("judge") or {}
         if "prompt_version" not in judge:
             config = {**config, "judge": {**judge, "prompt_version": judge_prompt_version}}
         if "deliberate" not in config:
             config = {**config, "deliberate": "all", "deliberation_audit": 0.0}
+        if "deliberation_audit_stop" not in config:
+            config = {**config, "deliberation_audit_stop": 0.0}
         return cls.model_validate(config)
 
     @classmethod

@@ -170,6 +170,8 @@ COMMENTS: dict[str, str] = {
                   "item: some dimension's levels spread by more than one), the others keep round one's verdict",
     "deliberation_audit": "with deliberate = disputed, share of the skipped rows (seeded) that still get round "
                           "two, never counted: the summary says how many verdicts it would have changed, 0 to 1",
+    "deliberation_audit_stop": "the audit goes on, slice by slice, only while the upper end of the 95% Wilson "
+                               "interval of its flip rate is above this; 0: audit the whole share",
     "seed": "seeds peer letters, the batch audit's sample, the bootstrap and the embedded provider's world",
     "judge": "every judge call",
     "judge.temperature": "sampling temperature",
@@ -182,8 +184,9 @@ COMMENTS: dict[str, str] = {
     "judge.thinking_budget": "reasoning tokens a request may spend on top of its answer: Gemini's thinking budget, "
                              "Claude's budget_tokens, room in the bound of an effort model",
     "judge.containment": "fence the graded text as data (false only as an audit: the unfenced judge-v1 layout)",
-    "judge.prompt_version": "judge-v3: round two continues round one's conversation, so a provider's prompt cache "
-                            "serves round one's part; judge-v2: round two as one new message (older runs)",
+    "judge.prompt_version": "judge-v4: round two continues round one's conversation where a provider's prompt "
+                            "cache serves round one's part, else is one new message; judge-v3: always continues "
+                            "it; judge-v2: always one new message (older runs)",
     "timeouts": "every provider call's HTTP timeouts, in seconds",
     "timeouts.connect_s": "to connect",
     "timeouts.read_s": "between two reads of the answer",

@@ -132,6 +132,8 @@ class VoteArrays:
     """(R, M, D) int8: an audit row's archived round-two levels (graded items), never counted."""
     audit_complete: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
     """(R,) bool: every panel member of the audit row has a round-two result (not an error)."""
+    audit_candidate: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    """(R,) bool: a skipped or audited row in the audit's seeded share (its candidates, audited or not)."""
     deliberation: Rule = field(default_factory=Rule)
     """The run's deliberation rule, by which ``deliberated`` and ``deliberation_audit`` were set."""
 
@@ -146,7 +148,7 @@ class VoteArrays:
             scale_of_row=self.scale_of_row[idx], levels=self.levels[idx], deliberated=self.deliberated[idx],
             deliberation_audit=self.deliberation_audit[idx], audit_round2=self.audit_round2[idx],
             audit_levels=self.audit_levels[idx], audit_complete=self.audit_complete[idx],
-            deliberation=self.deliberation)
+            audit_candidate=self.audit_candidate[idx], deliberation=self.deliberation)
 
 
 def build(folder: Path, roster: list[MemberSpec], self_exclusion: bool, probe_by_item: dict[str, str], *,
@@ -205,6 +207,7 @@ def build(folder: Path, roster: list[MemberSpec], self_exclusion: bool, probe_by
     eligible = panels[np.array([group[v] for v in vendors], dtype=np.int64)] if n else np.zeros((0, len(members)), bool)
     votes = np.full((n, len(members), 2), agg.MISSING, dtype=np.int8)
     answered = np.zeros((n, len(members), 2), dtype=bool)
+    asked = np.zeros(n, dtype=bool)  # some panel member's round two is archived
     latest = np.full((n, len(members)), -1, dtype=np.int32)  # each round-two vote's latest record (its ordinal)
     superseded = False
     for round_ in (1, 2):
@@ -215,6 +218,8 @@ def build(folder: Path, roster: list[MemberSpec], self_exclusion: bool, probe_by
                 superseded |= bool(latest[i, j] >= 0)
                 latest[i, j] = ordinal
             if i is not None and j is not None and eligible[i, j]:  # a later record supersedes an earlier
+                if round_ == 2:
+                    asked[i] = True
                 votes[i, j, round_ - 1] = CODE.get(rec.get("verdict"), agg.MISSING)
                 answered[i, j, round_ - 1] = rec.get("parse_status") != "error"
                 if scale_list and scale_of_row[i] >= 0:
@@ -230,7 +235,8 @@ def build(folder: Path, roster: list[MemberSpec], self_exclusion: bool, probe_by
                 counters.shown.add(rec, sign=-1)
     del latest
     rule = deliberation or Rule()
-    aside = _set_aside(rule, row_ids, votes, levels, answered, eligible, scale_of_row, [sc.names for sc in scale_list])
+    aside = _set_aside(rule, row_ids, votes, levels, answered, eligible, scale_of_row, [sc.names for sc in scale_list],
+                       asked)
     graded = (answered | ~eligible[:, :, None]).all(axis=(1, 2))
     shadow = np.full(n, agg.MISSING, dtype=np.int8)
     for rec in _stream(folder / "shadow.jsonl", missing_ok=True):
@@ -272,25 +278,28 @@ def build(folder: Path, roster: list[MemberSpec], self_exclusion: bool, probe_by
 
 
 def _set_aside(rule: Rule, row_ids: list[str], votes: np.ndarray, levels: np.ndarray, answered: np.ndarray,
-               eligible: np.ndarray, scale_of_row: np.ndarray, dimensions: list[tuple[str, ...]]) -> dict[str, Any]:
+               eligible: np.ndarray, scale_of_row: np.ndarray, dimensions: list[tuple[str, ...]],
+               asked: np.ndarray) -> dict[str, Any]:
     """Each row's part in deliberation by the protocol's rule (:class:`council.protocol.deliberation.Rule`, the
-    coordinator's own), as the ``VoteArrays`` fields it fills. A row that did not deliberate (skipped, or in
-    the audit) gets its round-one votes, levels and answers in round two's place, in place; an audit row's
-    archived round two is kept aside first."""
+    coordinator's own), as the ``VoteArrays`` fields it fills; ``asked`` (R,) says which rows' round two is
+    archived (a row not disputed with one is an audit row: the run audited it). A row that did not deliberate
+    (skipped, or in the audit) gets its round-one votes, levels and answers in round two's place, in place; an
+    audit row's archived round two is kept aside first."""
     n, m = votes.shape[:2]
     out = {"deliberated": np.ones(n, dtype=bool), "deliberation_audit": np.zeros(n, dtype=bool),
            "audit_round2": np.full((n, m), agg.MISSING, dtype=np.int8),
            "audit_levels": np.full((n, m, levels.shape[2]), agg.MISSING, dtype=np.int8),
-           "audit_complete": np.zeros(n, dtype=bool)}
+           "audit_complete": np.zeros(n, dtype=bool), "audit_candidate": np.zeros(n, dtype=bool)}
     if rule.mode == "all":
         return out
     for i, row_id in enumerate(row_ids):
         names = dimensions[scale_of_row[i]] if scale_of_row[i] >= 0 else None
         role = row_role(rule, row_id, eligible[i], answered[i, :, 0], votes[i, :, 0],
-                        levels[i, :, :, 0] if names else None, names)
+                        levels[i, :, :, 0] if names else None, names, bool(asked[i]))
         if role == "deliberated":
             continue
         out["deliberated"][i] = False
+        out["audit_candidate"][i] = rule.candidate(row_id)
         if role == "audit":
             out["deliberation_audit"][i] = True
             out["audit_round2"][i] = votes[i, :, 1]
@@ -306,18 +315,18 @@ def _set_aside(rule: Rule, row_ids: list[str], votes: np.ndarray, levels: np.nda
 
 
 def row_role(rule: Rule, row_id: str, eligible: np.ndarray, answered: np.ndarray, votes: np.ndarray,
-             levels: np.ndarray | None, names: Sequence[str] | None) -> Role:
+             levels: np.ndarray | None, names: Sequence[str] | None, asked: bool) -> Role:
     """One row's part in deliberation by the rule, from its round one: ``eligible`` and ``answered`` (M,) bool,
     ``votes`` (M,) codes, and for a graded item its ``levels`` (M, D: ``MISSING`` or NaN where none was given)
-    on the dimensions ``names``."""
+    on the dimensions ``names``; and whether its round two was ``asked`` (archived for some panel member)."""
     if rule.mode == "all":
         return "deliberated"
     cols = np.flatnonzero(eligible)
     if names:
         given = [{d: int(x) for d, x in zip(names, levels[j, :len(names)], strict=False)
                   if x != agg.MISSING and not np.isnan(x)} if answered[j] else None for j in cols]
-        return rule.role(row_id, disputed_levels(given, names))
-    return rule.role(row_id, disputed([WORD.get(int(votes[j])) if answered[j] else None for j in cols]))
+        return rule.role(row_id, disputed_levels(given, names), asked)
+    return rule.role(row_id, disputed([WORD.get(int(votes[j])) if answered[j] else None for j in cols]), asked)
 
 
 def _stream(path: Path, *, missing_ok: bool = False):  # noqa: ANN202 - a generator

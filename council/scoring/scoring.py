@@ -17,7 +17,7 @@ import aggregator as agg
 from council.core.schema import (BankItem, ElicitedRecord, JudgeCallRecord, MemberSpec, ResponseRow, RowVerdict,
                                  RunManifest)
 from council.protocol.config import HonestyWeights
-from council.protocol.deliberation import Rule
+from council.protocol.deliberation import AUDIT_CI, Rule, changed_verdicts, keep_auditing
 from council.protocol.panels import panel
 from council.scoring import scales
 from council.scoring.arrays import CODE, SPEND, WORD, Counters, VoteArrays, build, row_role
@@ -114,28 +114,32 @@ def _deliberation(full: VoteArrays, a: VoteArrays, cons: agg.Consensus, decided:
     """Which graded rows deliberated (``full``: every row; ``a`` and ``cons``: the graded correct / incorrect
     rows and their consensus; ``decided``: the graded items'), and the deliberation audit: over the audit rows
     whose round two is complete, how many verdicts round two would have changed (a correct / incorrect row:
-    its consensus; a graded item's: the council's level on some dimension), with a 95% Wilson interval.
-    deliberation_impact, agreement_lift, consensus_flip_rate, unanimity_lift, member_flips and herding are
-    computed on ``rows_deliberated`` only."""
+    its consensus, :func:`council.protocol.deliberation.changed_verdicts`; a graded item's: the council's level
+    on some dimension), with a 95% Wilson interval whose upper end (``ci_high``) is the bound the sequential
+    audit stops on: ``stop_at`` its threshold, ``candidates`` the graded skipped rows in the audit's seeded
+    share, ``stopped_early`` whether the audit left some of them out once its bound was at or under
+    ``stop_at``. deliberation_impact, agreement_lift, consensus_flip_rate, unanimity_lift, member_flips and
+    herding are computed on ``rows_deliberated`` only."""
     graded = full.graded
     audit = a.deliberation_audit & a.audit_complete
-    if audit.any():
-        votes = np.stack([a.votes[audit, :, 0], a.audit_round2[audit]], axis=2)
-        changed = int((agg.consensus(votes, quorum=quorum).verdict[:, 1] != cons.verdict[audit, 0]).sum())
-    else:
-        changed = 0
+    changed = int(changed_verdicts(a.votes[audit, :, 0], a.audit_round2[audit], quorum).sum())
     scaled_changed, scaled_n = scales.audit_changes(decided, full, quorum)
     n, k = int(audit.sum()) + scaled_n, changed + scaled_changed
-    low, high = agg.wilson_interval(k, n)
+    low, high = agg.wilson_interval(k, n, AUDIT_CI)
     rule = full.deliberation
+    rows_audit = int((graded & full.deliberation_audit).sum())
+    candidates = int((graded & full.audit_candidate).sum())
     return {
         "mode": rule.mode, "audit_share": rule.audit_share, "metrics_on": "rows_deliberated",
         "rows_deliberated": int((graded & full.deliberated).sum()),
         "rows_skipped": int((graded & ~full.deliberated).sum()),
-        "rows_audit": int((graded & full.deliberation_audit).sum()),
-        "audit": {"rows": n, "changed": k, "changed_rate": _num(k / n) if n else None, "ci": 0.95,
+        "rows_audit": rows_audit,
+        "audit": {"rows": n, "changed": k, "changed_rate": _num(k / n) if n else None, "ci": AUDIT_CI,
                   "ci_low": _num(low), "ci_high": _num(high),
-                  "incomplete": int((graded & full.deliberation_audit & ~full.audit_complete).sum())},
+                  "incomplete": int((graded & full.deliberation_audit & ~full.audit_complete).sum()),
+                  "candidates": candidates, "stop_at": rule.audit_stop,
+                  "stopped_early": bool(rule.audit_stop > 0 and rows_audit < candidates
+                                        and not keep_auditing(rule.audit_stop, k, n))},
     }
 
 
@@ -346,16 +350,19 @@ def row_verdict(row: ResponseRow, records: Iterable[JudgeCallRecord], roster: li
     answered = np.zeros((len(members), 2), dtype=bool)
     dims = {d: k for k, d in enumerate(scale.names)} if scale is not None else {}
     levels = np.full((1, len(members), len(dims), 2), np.nan)
+    asked = False  # some panel member's round two is among the records
     for rec in records:
         j = column.get(rec.member)
         if j is not None and eligible[j] and not rec.shadow and rec.audit_of is None:
+            asked = asked or rec.round == 2
             votes[0, j, rec.round - 1] = CODE.get(rec.verdict, agg.MISSING)
             answered[j, rec.round - 1] = rec.parse_status != "error"
             for name, level in (rec.scores or {}).items():
                 if name in dims:
                     levels[0, j, dims[name], rec.round - 1] = level
     role = row_role(deliberation, row.row_id, eligible, answered[:, 0], votes[0, :, 0],
-                    levels[0, :, :, 0] if scale is not None else None, scale.names if scale is not None else None)
+                    levels[0, :, :, 0] if scale is not None else None, scale.names if scale is not None else None,
+                    asked)
     if role != "deliberated":  # round one's votes stand in round two's place, as in :func:`build`
         votes[0, :, 1], answered[:, 1], levels[..., 1] = votes[0, :, 0], answered[:, 0], levels[..., 0]
     full = bool((answered | ~eligible[:, None]).all())

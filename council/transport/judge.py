@@ -25,7 +25,7 @@ from council.protocol.config import Endpoint, JudgeParams, Limits
 from council.protocol.panels import METHODOLOGY_VERSION
 from council.protocol.parsing import parse_batch, read_batch, read_scores, read_verdict
 from council.protocol.prompts import (
-    BATCH_VERDICT_SCHEMA, VERDICT_SCHEMA, batch_messages, prompt_hash, repair_messages,
+    BATCH_VERDICT_SCHEMA, VERDICT_SCHEMA, batch_messages, is_followup, prompt_hash, repair_messages,
     scale_schema, single_messages,
 )
 from council.transport.client import ChatClient
@@ -346,7 +346,8 @@ def vote_record(member: MemberSpec, params: JudgeParams, prices: tuple[float, ..
         finish_reason=call.finish, usage=usage,
         cost_usd=usage.cost_usd(*prices) if cost_usd is None else cost_usd,
         latency_s=round(time.perf_counter() - call.started, 6), attempts=call.attempts, error=call.error,
-        judge_prompt_version=params.prompt_version, judge_prompt_hash=prompt_hash(task.round, task.body),
+        judge_prompt_version=params.prompt_version,
+        judge_prompt_hash=prompt_hash(task.round, task.body, params.prompt_version),
         rubric_hash=task.rubric_hash, methodology_version=METHODOLOGY_VERSION,
         request=RequestParams(model=member.judge_model, temperature=params.temperature, max_tokens=max_tokens,
                               sent=sent_fields(shape, member.judge_model, max_tokens)),
@@ -359,8 +360,9 @@ def vote_record(member: MemberSpec, params: JudgeParams, prices: tuple[float, ..
 def take_batch(queue: deque[tuple[JudgeTask, asyncio.Future[JudgeCallRecord]]], k: int,
                window: int = 256) -> list[tuple[JudgeTask, asyncio.Future[JudgeCallRecord]]]:
     """Up to ``k`` queued votes for one request, oldest first, never two answers to the same item (each
-    response is judged on its own, as alone) and never a ``solo`` task with others. Votes passed over keep
-    their place; at most ``window`` are looked at."""
+    response is judged on its own, as alone), never a ``solo`` task with others, and never a judge-v3 follow-up
+    with a one-message body (a judge-v4 round two has both). Votes passed over keep their place; at most
+    ``window`` are looked at."""
     first = queue.popleft()
     batch = [first]
     if k == 1 or first[0].solo or first[0].scale is not None:
@@ -369,12 +371,12 @@ def take_batch(queue: deque[tuple[JudgeTask, asyncio.Future[JudgeCallRecord]]], 
         same = _same_request(queue, first, k, window)
         if same is not None:
             return same
-    items = {first[0].item_id}
+    items, follow = {first[0].item_id}, is_followup(first[0].body)
     passed: list[tuple[JudgeTask, asyncio.Future[JudgeCallRecord]]] = []
     while queue and len(batch) < k and len(passed) < window:
         entry = queue.popleft()
         task = entry[0]
-        if task.solo or task.scale is not None or task.item_id in items:
+        if task.solo or task.scale is not None or task.item_id in items or is_followup(task.body) != follow:
             passed.append(entry)
         else:
             batch.append(entry)

@@ -84,7 +84,8 @@ async def test_a_deliberation_audit_row_s_round_two_is_audited_against_its_own_b
     """With every skipped row in the deliberation audit, batched round-two votes of rows whose round two is never
     counted are audited too: each pair sets the solo vote against the batched vote as it was archived, not
     against the round-one vote that stands in the row's round two."""
-    run = await audited_run(tmp_path, 0.3, "both", deliberate="disputed", deliberation_audit=1.0)
+    run = await audited_run(tmp_path, 0.3, "both", deliberate="disputed", deliberation_audit=1.0,
+                            deliberation_audit_stop=0.0)  # the whole share: no early stop
     audit_rows = {v["row_id"] for v in lines(run.run_dir / "verdicts.jsonl") if v["deliberation_audit"]}
     on_audit_rows = [r for r in lines(run.run_dir / "audit.jsonl") if r["round"] == 2 and r["row_id"] in audit_rows]
     assert on_audit_rows  # the case is there

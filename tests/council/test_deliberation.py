@@ -54,8 +54,10 @@ def test_audit_sample_is_seeded_stable_and_of_its_share():
     assert chosen != [r for r in rows if audited(8, r, 0.1)]
     assert not any(audited(7, r, 0.0) for r in rows) and all(audited(7, r, 1.0) for r in rows)
     rule = Rule("disputed", 0.1, 7)
-    assert {rule.role(r, False) for r in chosen} == {"audit"}
-    assert rule.role(rows[0], True) == "deliberated" and Rule().role(rows[0], False) == "deliberated"
+    assert [r for r in rows if rule.candidate(r)] == chosen and not any(map(Rule("all", 0.1, 7).candidate, rows))
+    # the archive says which skipped rows were audited: those whose round two was asked
+    assert {rule.role(r, False, True) for r in chosen} == {"audit"} and rule.role(chosen[0], False, False) == "skipped"
+    assert rule.role(rows[0], True, False) == "deliberated" and Rule().role(rows[0], False, False) == "deliberated"
 
 
 def test_bad_options_are_refused_naming_the_option(capsys):
@@ -206,5 +208,7 @@ async def test_graded_rows_deliberate_where_some_dimension_spreads_by_more_than_
 
 
 def test_disputed_rows_deliberate_by_default_with_a_tenth_audited():
-    assert Rule.of(CouncilConfig()) == Rule("disputed", 0.1, 0)
-    assert Rule.of({"seed": 4}) == Rule("all", 0.0, 4)  # a run recorded before the option: every row deliberated
+    assert Rule.of(CouncilConfig()) == Rule("disputed", 0.1, 0, 0.2)
+    assert Rule.of({"seed": 4}) == Rule("all", 0.0, 4, 0.0)  # a run recorded before the option: every row deliberated
+    # a run recorded before the sequential audit audits its whole share, as it did
+    assert Rule.of({"deliberate": "disputed", "deliberation_audit": 0.1}).audit_stop == 0.0

@@ -15,7 +15,7 @@ from council.core.schema import BankItem, ResponseRow
 from council.grading.coordinator import item_major
 from council.protocol.config import CouncilConfig
 from council.protocol.prompts import (
-    CONVERSATION_VERSION, PROMPT_HASHES, PROMPT_VERSION, Peer, batch_messages, body_version, prompt_hash, prompt_hashes,
+    CACHED_VERSION, CONVERSATION_VERSION, PROMPT_HASHES, PROMPT_VERSION, Peer, batch_messages, body_version, prompt_hash, prompt_hashes,
     request_key, round1_body, round1_messages, round2_body, single_messages, split_followup,
 )
 from council.sim import SimConfig, TruthTable, VendorBehaviour
@@ -79,12 +79,14 @@ def test_judge_v3_keeps_round_one_s_keys_and_has_its_own_round_two_hashes():
 def test_an_older_run_resumes_in_the_version_its_manifest_names():
     old = CouncilConfig().model_dump(mode="json")
     del old["judge"]["prompt_version"]  # a manifest written before the field existed
-    del old["deliberate"], old["deliberation_audit"]
+    del old["deliberate"], old["deliberation_audit"], old["deliberation_audit_stop"]
     older = CouncilConfig.recorded(old, "judge-v2")
     assert older.judge.prompt_version == "judge-v2"
     assert (older.deliberate, older.deliberation_audit) == ("all", 0.0)  # round two on every row, as it was run
+    assert older.deliberation_audit_stop == 0.0  # and an audit of its whole share
     assert (CouncilConfig().deliberate, CouncilConfig().deliberation_audit) == ("disputed", 0.1)
-    assert CouncilConfig().judge.prompt_version == V3  # new runs: the follow-up layout
+    assert CouncilConfig().deliberation_audit_stop == 0.2
+    assert CouncilConfig().judge.prompt_version == CACHED_VERSION  # new runs: the follow-up layout where cached
     kept = CouncilConfig(judge={"prompt_version": "judge-v2"}).model_dump(mode="json")
     assert CouncilConfig.recorded(kept, V3).judge.prompt_version == "judge-v2"  # a field present is kept
 

@@ -206,7 +206,7 @@ async def test_the_setting_is_recorded_and_only_the_layout_differs(runs):
     for contained, folder in folders.items():
         manifest = orjson.loads((folder / "manifest.json").read_bytes())
         assert manifest["config"]["judge"]["containment"] is contained
-        assert manifest["judge_prompt_version"] == manifest["config"]["judge"]["prompt_version"] == "judge-v3"
+        assert manifest["judge_prompt_version"] == manifest["config"]["judge"]["prompt_version"] == "judge-v4"
     # A row's honest vote does not depend on the layout: on clean rows, the round-one votes agree wherever
     # both runs have a valid vote.
     on = {v["row_id"]: v["votes_round1"] for v in lines(folders[True] / "verdicts.jsonl")}
