@@ -1,0 +1,106 @@
+"""``docs/benchmarks.md`` rendered from the bench scripts' output files (``bench/results/*.json``), never typed: a
+figure on the page is the one the bench wrote, with the machine and the date it ran. ``tests/test_benchmark_page.py``
+fails when the page and the files disagree.
+
+    python bench/support/render_docs.py          # rewrite the page from the results
+    python bench/support/render_docs.py --check  # exit 1 when the page is stale
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = ROOT / "bench" / "results"
+PAGE = ROOT / "docs" / "benchmarks.md"
+
+HEAD = """# Benchmarks
+
+Every figure on this page is rendered from a bench script's output file under `bench/results/`
+(`python bench/support/render_docs.py`); none is typed by hand. Each section names the command that wrote it,
+and the machine and date it ran on. Rerun the command to measure your own machine.
+"""
+
+
+def _machine(m: dict) -> str:
+    return (f"{m['cpus']} cores, {m['memory_gb']} GiB, {m['platform']}, Python {m['python']}, run on {m['date']}")
+
+
+def _n(x: float, digits: int = 0) -> str:
+    return f"{x:,.{digits}f}"
+
+
+def large_regrade(f: dict) -> str:
+    lines = ["## A large regrade", "",
+             f"`python bench/large_regrade.py --rows {f['rows']}`: the shipped sample copied to {_n(f['rows'])} rows, "
+             "graded by `council run --backend local --simulate` (the embedded provider in its own process), "
+             f"synchronous and batch, each beside a {_n(f['small_rows'])}-row run measured in the same bench.", "",
+             f"Machine: {_machine(f['machine'])}.", "",
+             "| transport | rows | rows/s | peak RSS of the command (MB) | RSS per extra row (B) | judge cost (USD) "
+             "| disk per row (B) |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for transport in ("sync", "batch"):
+        t = f.get(transport)
+        if not t:
+            continue
+        for size in ("small", "large"):
+            r = t[size]
+            per_row = _n(t["rss_bytes_per_extra_row"]) if size == "large" else ""
+            lines.append(f"| {transport} | {_n(r['rows'])} | {_n(r['rows_per_s'], 1)} | {_n(r['peak_rss_mb'], 1)} "
+                         f"| {per_row} | {_n(r['judge_cost_usd'], 2)} | {_n(r['disk_bytes_per_row'])} |")
+    if "batch_cost_ratio" in f:
+        lines += ["", f"Batch judge cost is {f['batch_cost_ratio']:.3f} of synchronous on the same rows."]
+    m = f.get("million")
+    if m:
+        lines += ["", "### What 1,000,000 rows need", "",
+                  f"- **Memory:** about {_n(m['peak_rss_mb'])} MB of peak RSS for the command (its peak at "
+                  f"{_n(f['rows'])} rows plus the measured growth per row).",
+                  f"- **Disk:** about {m['disk_gb']:.1f} GB for the run folder (its bytes per row at {_n(f['rows'])} "
+                  "rows, plain archive; `--compress-archive` keeps it as zstd frames).",
+                  f"- **Time on the embedded provider here:** about {m['embedded_provider_hours']:.1f} h (the "
+                  "machine's own speed: no provider limit binds)."]
+        t = m.get("tier_limits") or {}
+        if t:
+            by = ", ".join(f"{v} {h:,.1f} h" for v, h in sorted(t["by_vendor_hours"].items(), key=lambda kv: -kv[1]))
+            lines.append(f"- **Time at the providers' first paid tiers:** at least {t['hours']:,.1f} h, bound by "
+                         f"{t['limiting_vendor']} (`council estimate`'s lower bound for round two on "
+                         f"{t['round_two_share']:.1%} of the rows, at the limits in `bench/support/tier_limits.json`, "
+                         f"read {t['limits_read']}, each with its page). Per vendor: {by}"
+                         + (f"; no figure on the page of {', '.join(t['no_figure'])} (their consoles show it), so "
+                            "they are counted as unlimited" if t.get("no_figure") else "")
+                         + ". Higher tiers, or the batch transport (whose queue is not the per-minute quota), "
+                         "shorten it.")
+    return "\n".join(lines) + "\n"
+
+
+SECTIONS = {"large_regrade.json": large_regrade}
+
+
+def render() -> str:
+    parts = [HEAD]
+    for name, section in SECTIONS.items():
+        path = RESULTS / name
+        if path.exists():
+            parts.append(section(json.loads(path.read_text())))
+    return "\n".join(parts)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--check", action="store_true", help="exit 1 when docs/benchmarks.md is not the rendered page")
+    args = ap.parse_args()
+    page = render()
+    if args.check:
+        stale = not PAGE.exists() or PAGE.read_text() != page
+        if stale:
+            print(f"{PAGE.relative_to(ROOT)} is stale: run python bench/support/render_docs.py", file=sys.stderr)
+        return 1 if stale else 0
+    PAGE.write_text(page)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
