@@ -18,10 +18,11 @@ the order broken: every candidate still waiting, and every later one, ends with
 from __future__ import annotations
 
 import asyncio
+import bisect
 from dataclasses import dataclass, field
 
 from council.grading.stop import Stopped
-from council.protocol.deliberation import audit_slices, keep_auditing
+from council.protocol.deliberation import audit_first_slice, keep_auditing, next_slice_end
 
 
 @dataclass
@@ -38,7 +39,7 @@ class SequentialAudit:
         if stop <= 0.0:
             raise ValueError("a sequential audit needs a threshold above 0")
         self.stop_at = stop
-        self.first, self.step = audit_slices(stop)
+        self._ends = [audit_first_slice(stop)]  # where each slice ends, in candidates
         self._said: dict[int, bool | None] = {}  # rows past the frontier that have said (None: ended without)
         self._frontier = 0  # the first row not yet passed: every row before it has said
         self._candidates = 0  # candidates before the frontier
@@ -112,12 +113,14 @@ class SequentialAudit:
 
     # -- slices -----------------------------------------------------------------------------------------------
     def _slice_of(self, index: int) -> int:
-        return 0 if index < self.first else 1 + (index - self.first) // self.step
+        while self._ends[-1] <= index:
+            self._ends.append(next_slice_end(self._ends[-1]))
+        return bisect.bisect_right(self._ends, index)
 
     def _slice(self, s: int) -> _Slice:
         while len(self._slices) <= s:
             k = len(self._slices)
-            self._slices.append(_Slice(self.first if k == 0 else self.step))
+            self._slices.append(_Slice(self._ends[k] - (self._ends[k - 1] if k else 0)))
             if self._broken:
                 self._fail(self._slices[k].decision)
             elif k == 0:

@@ -19,8 +19,9 @@ The audit is sequential (``deliberation_audit_stop``, :class:`Rule` ``audit_stop
 in the order the run takes its rows, in slices: the first slice is the fewest audited rows whose 95% Wilson
 interval of the flip rate (the share of audited rows whose verdict round two would have changed,
 :func:`changed_verdicts`, :func:`changed_levels`) could end at or under ``audit_stop`` with no flip
-(:func:`audit_slices`); each later slice (a quarter of that) is audited only while the upper end of that
-interval, over every audited row of the slices before it, is still above ``audit_stop`` (:func:`keep_auditing`).
+(:func:`audit_first_slice`); each later slice (a quarter of the candidates before it, :func:`next_slice_end`) is
+audited only while the upper end of that interval, over every audited row of the slices before it, is still
+above ``audit_stop`` (:func:`keep_auditing`).
 Once it is not, no later candidate is audited. ``audit_stop`` 0 audits every candidate (a fixed share). What the
 run audited is what its archive holds: a row that is not disputed and has a round two is an audit row
 (:meth:`Rule.role`), so scoring counts exactly the rows the run audited, whatever decided it.
@@ -136,17 +137,24 @@ def audit_bound(changed: int, rows: int) -> float:
     return 1.0 if rows <= 0 else agg.wilson_interval(changed, rows, AUDIT_CI)[1]
 
 
-def audit_slices(stop: float) -> tuple[int, int]:
-    """(rows of the audit's first slice, rows of each later slice) for the threshold ``stop``: the first is the
-    fewest audited rows whose bound (:func:`audit_bound`) could be at or under ``stop``, none of them changed;
-    a later slice is a quarter of that. (0, 0) when ``stop`` is 0: the audit never stops early."""
+def audit_first_slice(stop: float) -> int:
+    """The candidates of the audit's first slice for the threshold ``stop``: the fewest audited rows whose bound
+    (:func:`audit_bound`) could be at or under ``stop``, none of them changed (0 when ``stop`` is 0: the audit
+    never stops early)."""
     if stop <= 0.0:
-        return 0, 0
+        return 0
     z2 = audit_bound(0, 1) / (1.0 - audit_bound(0, 1))  # bound(0, n) = z^2 / (n + z^2)
     first = max(1, math.ceil(z2 * (1.0 - stop) / stop - 1e-9))
     while audit_bound(0, first) > stop:
         first += 1
-    return first, max(1, math.ceil(first / 4))
+    return first
+
+
+def next_slice_end(end: int) -> int:
+    """Where the audit's next slice ends, the slices before it ending at ``end`` candidates: a quarter more (at
+    least one), so that an audit that does not stop looks at its bound a number of times that grows only as the
+    logarithm of its candidates, and one that stops takes at most a quarter more rows than it needed."""
+    return end + max(1, math.ceil(end / 4))
 
 
 def keep_auditing(stop: float, changed: int, rows: int) -> bool:

@@ -17,7 +17,9 @@ from council.grading.sequential import SequentialAudit
 from council.grading.stop import Stopped
 from council.core.schema import ResponseRow
 from council.protocol.config import CouncilConfig
-from council.protocol.deliberation import Rule, audit_bound, audit_slices, disputed, keep_auditing
+from council.protocol.deliberation import (
+    Rule, audit_bound, audit_first_slice, disputed, keep_auditing, next_slice_end,
+)
 from council.run.runner import resume_council
 from council.scoring.scoring import rescore
 from council.store.runfolder import RunFolder
@@ -38,13 +40,22 @@ def test_the_bound_is_wilson_s_upper_end_checked_against_statsmodels():
     assert audit_bound(0, 0) == 1.0
 
 
-def test_the_first_slice_is_the_fewest_rows_that_could_stop():
+def ends(stop: float, up_to: int) -> list[int]:
+    """Where the audit's slices end, in candidates, up to ``up_to``."""
+    out = [audit_first_slice(stop)]
+    while out[-1] < up_to:
+        out.append(next_slice_end(out[-1]))
+    return out
+
+
+def test_the_first_slice_is_the_fewest_rows_that_could_stop_and_later_ones_grow_by_a_quarter():
     for stop in (0.05, 0.1, 0.2, 0.3, 0.5):
-        first, step = audit_slices(stop)
+        first = audit_first_slice(stop)
         assert audit_bound(0, first) <= stop < audit_bound(0, first - 1) if first > 1 else audit_bound(0, 1) <= stop
-        assert step == -(-first // 4)
-    assert audit_slices(0.2) == (16, 4)
-    assert audit_slices(0.0) == (0, 0)  # never stops: the whole share
+    assert audit_first_slice(0.2) == 16 and audit_first_slice(0.1) == 35
+    assert audit_first_slice(0.0) == 0  # never stops: the whole share
+    assert ends(0.2, 60) == [16, 20, 25, 32, 40, 50, 63]
+    assert len(ends(0.2, 100_000)) == 40  # an audit that never stops waits on few slices, even over a large share
     assert keep_auditing(0.0, 0, 10_000) and not keep_auditing(0.2, 0, 16) and keep_auditing(0.2, 1, 16)
 
 
@@ -53,13 +64,12 @@ def test_the_first_slice_is_the_fewest_rows_that_could_stop():
 
 def reference(candidates: list[bool], outcome: dict[int, tuple[bool, bool]], stop: float) -> list[int]:
     """The rows the audit takes, decided one candidate after another in the run's order (no concurrency)."""
-    first, step = audit_slices(stop)
-    audited, rows, changed, index, end, going = [], 0, 0, 0, first, True
+    audited, rows, changed, index, end, going = [], 0, 0, 0, audit_first_slice(stop), True
     for seq, candidate in enumerate(candidates):
         if not candidate:
             continue
         if index == end:
-            going, end = going and keep_auditing(stop, changed, rows), end + step
+            going, end = going and keep_auditing(stop, changed, rows), next_slice_end(end)
         if going:
             audited.append(seq)
             complete, flipped = outcome[seq]
@@ -108,7 +118,7 @@ async def test_the_audit_takes_the_same_rows_however_the_calls_interleave(flip):
 
 
 async def test_the_audit_stops_once_the_bound_is_at_or_under_the_threshold():
-    first, step = audit_slices(0.2)
+    first = audit_first_slice(0.2)
     candidates = [True] * 60
     none = {s: (True, False) for s in range(60)}  # no flip: the first slice brings the bound under 0.2
     got, audit = await play(candidates, none, 0.2, random.Random(1), in_flight=8)
@@ -116,13 +126,13 @@ async def test_the_audit_stops_once_the_bound_is_at_or_under_the_threshold():
 
 
 async def test_the_audit_goes_on_while_the_bound_is_above_the_threshold():
-    first, step = audit_slices(0.2)
-    # two flips in the first slice: bound(2, 16) > 0.2; and with no more flips it falls under 0.2 at 28 rows
+    first = audit_first_slice(0.2)
+    # two flips in the first slice: bound(2, 16) > 0.2; with no more flips it falls under 0.2 at a later slice's end
     outcome = {s: (True, s in (3, 9)) for s in range(80)}
     got, audit = await play([True] * 80, outcome, 0.2, random.Random(2), in_flight=8)
     n = first
     while keep_auditing(0.2, 2, n):
-        n += step
+        n = next_slice_end(n)
     assert keep_auditing(0.2, 2, first) and n > first
     assert got == list(range(n)) and audit.stopped and (audit.rows, audit.changed) == (n, 2)
     every = {s: (True, True) for s in range(40)}  # a flip on every row: the bound stays above: every candidate
@@ -168,16 +178,17 @@ async def test_summary_records_the_bound_and_the_audit_is_a_prefix_of_the_candid
     audited = {r for r, v in verdicts.items() if v["deliberation_audit"]}
     assert audited == {r for r, v in verdicts.items() if not v["deliberated"]} & asked  # as the archive holds it
     candidates = _candidates_in_order(run)
-    first, step = audit_slices(0.2)
-    assert len(candidates) > first + step  # room for the audit to stop early
-    assert set(candidates[:len(audited)]) == audited  # the first candidates in the run's order, a whole slice
-    assert len(audited) >= first and (len(audited) - first) % step == 0
+    slices = ends(0.2, len(audited))
+    assert len(candidates) > next_slice_end(slices[-1])  # room for the audit to stop early
+    assert set(candidates[:len(audited)]) == audited  # the first candidates in the run's order, whole slices
+    assert len(audited) == slices[-1]
     block = result.summary["deliberation"]["audit"]
     changed = block["changed"]
     assert (block["rows"], block["candidates"], block["stop_at"]) == (len(audited), len(candidates), 0.2)
     assert block["ci_high"] == pytest.approx(agg.wilson_interval(changed, len(audited))[1], abs=1e-6)
     assert block["ci_high"] <= 0.2 and block["stopped_early"]  # it stopped once the bound was under the threshold
-    assert not keep_auditing(0.2, changed, len(audited)) and keep_auditing(0.2, changed, len(audited) - step)
+    before_last = slices[-2] if len(slices) > 1 else 0
+    assert not keep_auditing(0.2, changed, len(audited)) and keep_auditing(0.2, changed, before_last)
     before = (run / "summary.json").read_bytes()
     rescore(RunFolder.open(run))
     assert (run / "summary.json").read_bytes() == before  # the rescore counts exactly the rows the run audited
@@ -189,7 +200,7 @@ async def test_a_run_stopped_mid_audit_resumes_to_the_same_verdicts(tmp_path):
     whole = await grade(tmp_path, responses, run_id="whole", **options)
     cut = await grade(tmp_path, responses, run_id="cut", **options)
     audit = [v["row_id"] for v in lines(whole.run_dir / "verdicts.jsonl") if v["deliberation_audit"]]
-    assert len(audit) >= audit_slices(0.1)[0]
+    assert len(audit) >= audit_first_slice(0.1)
     late = set(audit[len(audit) // 2:])
     dropped = 0
     for name in ("round1.jsonl", "round2.jsonl"):  # as a run stopped in the middle of its audit leaves them
