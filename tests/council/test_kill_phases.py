@@ -1,5 +1,5 @@
-"""SIGKILL (a machine's crash, no handler runs) at the late phases of ``council run``: while the run is scored and
-while its report is drawn. (Before the manifest and after the rows: tests/council/test_run_lock.py; during
+"""SIGKILL (a machine's crash, no handler runs) at the late phases of ``council run``: while the deliberation audit
+asks round two of rows round one agreed on, while the run is scored and while its report is drawn. (Before the manifest and after the rows: tests/council/test_run_lock.py; during
 round one and round two: tests/council/test_crash_resume.py.) Each kill is timed at a moment read from the run
 folder. After it the folder is not stuck: ``council run --resume`` completes it with the verdicts of a run never
 interrupted, and the report is drawn again by ``council report``."""
@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import orjson
 import pytest
 
 from tests.council._provider import command, council
@@ -32,6 +33,21 @@ def _kill_at(argv: list[str], run: Path, moment: Callable[[Path, subprocess.Pope
                 return proc.returncode == -signal.SIGKILL
             time.sleep(0.002)
     return False
+
+
+def _records(path: Path) -> list[dict]:
+    data = path.read_bytes() if path.exists() else b""
+    return [orjson.loads(line) for line in data.split(b"\n")[:-1] if line.strip()]  # a torn last line left out
+
+
+def _auditing(run: Path, _proc: subprocess.Popen) -> bool:  # a round two is archived for a row round one agreed on
+    asked = {r["row_id"] for r in _records(run / "round2.jsonl")}
+    if not asked:
+        return False
+    first: dict[str, set] = {}
+    for r in _records(run / "round1.jsonl"):
+        first.setdefault(r["row_id"], set()).add(r.get("verdict"))
+    return any(len(first.get(row, ())) == 1 and None not in first[row] for row in asked)
 
 
 def _scoring(run: Path, _proc: subprocess.Popen) -> bool:  # graded (the state is written just before scoring)
@@ -57,8 +73,8 @@ def _resumed(run: Path, runs: Path) -> subprocess.CompletedProcess:
                           text=True, timeout=300)
 
 
-@pytest.mark.parametrize("moment", [_scoring, pytest.param(_drawing, marks=pytest.mark.report_at_end)],
-                         ids=["scoring", "report"])
+@pytest.mark.parametrize("moment", [_auditing, _scoring, pytest.param(_drawing, marks=pytest.mark.report_at_end)],
+                         ids=["audit", "scoring", "report"])
 def test_sigkill_late_in_a_run_leaves_a_folder_its_resume_completes(tmp_path, inputs, moment):  # noqa: F811
     reference, common = inputs
     runs = tmp_path / "runs"
