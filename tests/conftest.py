@@ -41,7 +41,7 @@ def _no_report_at_run_end(request, monkeypatch):
 RAY_UNIT = "ray_session"
 RAY_SESSION_MODULES = {
     "tests/council/test_end_to_end.py", "tests/elicitor/test_elicit_run.py", "tests/council/test_quota_stats.py",
-    "tests/council/test_actor_crash.py", "tests/council/test_ray_quota.py",
+    "tests/council/test_actor_crash.py", "tests/council/test_ray_quota.py", "tests/council/test_batch_shards.py",
 }
 
 # The modules that mostly wait (on a provider's rate limits, at a set pace): one unit of work, run one after the

@@ -13,6 +13,11 @@ One JSON line per event, appended and flushed to disk (``fsync``) before the ste
 - ``gone``: an intent whose batch the provider does not have (never created), or a batch it no longer knows
   (404, as after a restart of the embedded provider): its keys may be sent again.
 
+A sharded run (``--shards``) journals each shard worker's batches in a folder of its own (``shards/<i>/``, see
+:func:`council.cluster.shard.batching_pool`); a journal opened with ``siblings`` reads the run's other journals
+too (never writing to them), so a chunk of rows resumed on another worker, or without shards, finds the batches
+that hold its votes.
+
 A torn last line (a crash mid-write) is dropped when the journal is read. :class:`Journal` replays the lines
 into one :class:`BatchEntry` per local batch, and the votes of the journal it found into :attr:`Journal.votes`
 (where a resumed run finds each vote's request); the packs of the batches it writes stay on disk only.
@@ -34,6 +39,7 @@ from council.store.archive import cut_torn_line
 
 JOURNAL = "batches.jsonl"
 STATUS = "batches.json"
+SHARDS = "shards"  # a sharded run's folder of the shard workers' journals, one folder each
 
 
 @dataclass(slots=True)
@@ -74,7 +80,7 @@ class BatchEntry:
 class Journal:
     """``batches.jsonl`` of one run folder: read once when opened, appended to as batches move on."""
 
-    def __init__(self, folder: Path, *, readonly: bool = False) -> None:
+    def __init__(self, folder: Path, *, readonly: bool = False, siblings: list[Path] = ()) -> None:
         self.path = Path(folder) / JOURNAL
         self.status_path = Path(folder) / STATUS
         self.entries: dict[str, BatchEntry] = {}
@@ -83,16 +89,19 @@ class Journal:
         # packed custom id's rows, in key order
         self.votes: dict[str, tuple[str, int]] = {}
         self.rows: dict[str, list[str]] = {}
+        for sibling in siblings:  # the run's other journals first: this one's events may follow theirs
+            if (Path(sibling) / JOURNAL).is_file():
+                self._replay((Path(sibling) / JOURNAL).read_bytes(), None)
         if self.path.is_file():
-            self._replay(self.path.read_bytes())
+            self._replay(self.path.read_bytes(), None if readonly else self.path)
         self._handle = None
 
-    def _replay(self, data: bytes) -> None:
+    def _replay(self, data: bytes, own: Path | None) -> None:
         lines = data.split(b"\n")
         if data and not data.endswith(b"\n"):
             lines = lines[:-1]  # a torn last line: its step never happened as far as the run knows
-            if not self.readonly:
-                cut_torn_line(self.path)
+            if own is not None:
+                cut_torn_line(own)
         for line in lines:
             if line.strip():
                 self._apply(orjson.loads(line), index=True)
@@ -107,7 +116,9 @@ class Journal:
                 for position, (key, _) in enumerate(members):
                     self.votes[key] = (cid, position)
             return
-        entry = self.entries[event.pop("local")]
+        entry = self.entries.get(event.pop("local"))
+        if entry is None:  # a sibling's batch this journal's reader was not given
+            return
         if kind == "gone":
             entry.gone = True
             return
@@ -164,15 +175,36 @@ class Journal:
             self._handle = None
 
 
+def run_journals(folder: Path) -> list[Path]:
+    """The folders of a run's journals: the run folder's own, then each shard worker's (``shards/<i>/``)."""
+    shards = Path(folder) / SHARDS
+    workers = sorted((p for p in shards.iterdir() if p.is_dir()), key=lambda p: (len(p.name), p.name)) \
+        if shards.is_dir() else []
+    return [Path(folder), *workers]
+
+
+def siblings_of(folder: Path) -> list[Path]:
+    """The other journal folders of the run whose journal folder is ``folder`` (a run folder, or a shard's)."""
+    run = folder.parent.parent if folder.parent.name == SHARDS else folder
+    return [p for p in run_journals(run) if p.resolve() != Path(folder).resolve()]
+
+
 def read_status(folder: Path) -> dict[str, Any] | None:
-    """Where a run's batches stand without a call: the journal's batches (the truth of what was created and what
-    ended), with what the last poll saw of each (``batches.json``: status, counts, expected end) and when that
-    poll was (``at``; None when no poll was recorded). None for a run that sent no batch."""
-    journal = Journal(folder, readonly=True)
+    """Where a run's batches stand without a call: the journals' batches (the truth of what was created and what
+    ended: the run folder's and its shards'), with what the last poll saw of each (``batches.json``: status,
+    counts, expected end) and when that poll was (``at``: the latest; None when no poll was recorded). None for a
+    run that sent no batch."""
+    folders = run_journals(folder)
+    journal = Journal(folder, readonly=True, siblings=folders[1:])
     if not journal.entries:
         return None
-    path = Path(folder) / STATUS
-    snapshot = orjson.loads(path.read_bytes()) if path.is_file() else {"at": None, "batches": []}
+    snapshot: dict[str, Any] = {"at": None, "batches": []}
+    for where in folders:
+        path = where / STATUS
+        if path.is_file():
+            one = orjson.loads(path.read_bytes())
+            snapshot["batches"] += one["batches"]
+            snapshot["at"] = max(filter(None, (snapshot["at"], one["at"])), default=None)
     polled = {b["local"]: b for b in snapshot["batches"]}
     batches = []
     for entry in journal.entries.values():

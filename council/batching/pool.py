@@ -9,7 +9,7 @@ import asyncio
 from pathlib import Path
 
 from council.batching.api import batch_api
-from council.batching.journal import Journal
+from council.batching.journal import Journal, siblings_of
 from council.batching.judge import BatchJudge
 from council.core.schema import ElicitedRecord, JudgeCallRecord
 from council.grading.pools import JudgePool
@@ -25,7 +25,7 @@ class BatchingPool:
     def __init__(self, inner: JudgePool, config: CouncilConfig, endpoints: dict[str, Endpoint], folder: Path,
                  fallbacks: dict[str, Judge] | None = None) -> None:
         self.inner = inner
-        self.journal = Journal(folder)
+        self.journal = Journal(folder, siblings=siblings_of(folder))  # a sharded run's other journals read too
         self.judges: dict[str, BatchJudge] = {}
         self._own: list[Judge] = []  # synchronous judges made here (none are given: the Ray pool's are actors)
         for member in config.roster:

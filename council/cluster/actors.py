@@ -87,8 +87,9 @@ class ShardActor:
     the run's writer actor in batches."""
 
     def __init__(self, index: int, config: CouncilConfig, items: list[BankItem], endpoints: dict[str, Endpoint],
-                 names: list[str], writer, budget, grace_s: float) -> None:  # noqa: ANN001 - actor handles
-        from council.cluster.shard import RecordLink, ShardWorker
+                 names: list[str], writer, budget, grace_s: float,  # noqa: ANN001 - actor handles
+                 run_folder: str | None = None) -> None:
+        from council.cluster.shard import RecordLink, ShardWorker, batching_pool
         from council.grading.budget import LeasedBudget
         from council.grading.pools import LocalPool
 
@@ -104,6 +105,8 @@ class ShardActor:
             return await budget.lease.remote(holder, want_usd, spent_usd, reserved_usd)
 
         pool = LocalPool(config, endpoints, ledger=RayLedger, holder=holder)
+        if run_folder is not None:  # its batching vendors through their batch APIs, journalled in the run folder
+            pool = batching_pool(pool, config, endpoints, run_folder, index)
         leased = LeasedBudget(config.budget_usd, lease) if budget is not None else None
         self._worker = ShardWorker(config, items, pool, RecordLink(send), fetch, names, grace_s=grace_s, budget=leased)
 

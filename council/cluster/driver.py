@@ -86,14 +86,14 @@ async def drive_shards(
     budget = (BudgetActor.options(scheduling_strategy=here, **restart).remote(config.budget_usd, archived["cost_usd"])
               if config.budget_usd is not None else None)
     workers = [ShardActor.options(num_cpus=SHARD_CPUS, scheduling_strategy="SPREAD", **restart).remote(
-        i, config, items, endpoints, names, writer, budget, stop.grace_s) for i in range(shards)]
+        i, config, items, endpoints, names, writer, budget, stop.grace_s, str(folder)) for i in range(shards)]
     closed = False
     try:
         nodes = await _placed(workers, shards)
         placement_s = time.monotonic() - asked
         log.info("shards.start", shards=shards, nodes=len(set(nodes)), placement_s=round(placement_s, 3))
         size = min(CHUNK_ROWS, max(MIN_CHUNK_ROWS, -(-rows // (shards * 4))))
-        depth = max(1, config.rows_in_flight // size)
+        depth = max(1, config.in_flight // size)  # a batching vendor's rows wait on batches: many in flight
         outcome = await _dispatch(workers, chunks(lines, size), depth, stop, on_progress, log, RayActorError)
         outcome.placement_s = placement_s
         outcome.archived_cost_usd = archived["cost_usd"]

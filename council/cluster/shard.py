@@ -4,16 +4,24 @@ Plain Python; the Ray actor in :mod:`council.cluster.actors` is a shell over it.
 lines. Before a chunk is graded, the archived results of its votes are fetched from the run's writer, so a
 chunk sent again (its worker died, or the run was resumed) never pays twice for a vote whose record reached
 the archive. Records and refusals go to the writer in batches (:class:`RecordLink`).
+
+On the batch transport each worker's batching vendors vote through their batch APIs (:func:`batching_pool`),
+the worker's batches journalled in a folder of its own in the run folder (``shards/<i>/``), read by every worker
+and by a resume without shards: a vote whose batch another worker (or an earlier process) sent is read from that
+batch, never sent again. The journals are files of the run folder, which every node must then reach (a shared
+file system, or one node).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import orjson
 
+from council.core.errors import ConfigError
 from council.core.schema import BankItem, JudgeCallRecord, ResponseRow
 from council.grading.budget import Budget, LeasedBudget
 from council.grading.coordinator import Coordinator, VoteKey
@@ -126,3 +134,21 @@ class ShardWorker:
         await self.pool.close()
         if isinstance(self.budget, LeasedBudget):
             await self.budget.report()
+
+
+def batching_pool(pool: JudgePool, config: Any, endpoints: dict[str, Any], run_folder: str, index: int) -> JudgePool:
+    """Shard worker ``index``'s ``pool``, its batching vendors' votes through their batch APIs, journalled in
+    ``<run_folder>/shards/<index>/`` (``pool`` itself when no vendor batches). The run folder must be reachable
+    from the worker's node: its journals are what keeps a resumed chunk from paying twice."""
+    if not config.batching:
+        return pool
+    from council.batching.journal import SHARDS
+    from council.batching.routing import with_batching
+
+    folder = Path(run_folder)
+    if not folder.is_dir():
+        raise ConfigError(f"--transport batch with --shards: this node cannot reach the run folder {folder} (the "
+                          "workers journal their batches there): use a shared file system or one node")
+    own = folder / SHARDS / str(index)
+    own.mkdir(parents=True, exist_ok=True)
+    return with_batching(pool, config, endpoints, own)

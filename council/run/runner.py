@@ -492,8 +492,6 @@ def _check_shards(shards: int, backend: str, models: list[str], reuse_from: list
         problems.append("elicitation (--models) runs on one node")
     if reuse_from:
         problems.append("--reuse-from is served by a single-node run")
-    if config.batching:
-        problems.append("the batch transport waits on its batches from one process")
     if problems:
         raise ConfigError(f"--shards {shards}: {'; '.join(problems)}; leave out --shards for this run")
 

@@ -24,6 +24,11 @@ the stats are read. Each request is answered by the code of a synchronous one (`
 and ``bill``: same content for the same body, the same counters), but through no per-minute quota, no 429 storm
 and no transport fault, and is billed once, when its result is produced.
 
+A vendor with no batch API (DeepSeek: its API reference has no batch endpoint, ``NO_BATCH_API``) has its models
+refused by either batch API, whatever host the batch is created on, as a gateway that forwards batches to the
+vendor's own API would be: an OpenAI batch of such a model is ``failed`` with an error per line
+(``model_not_supported``), a Message Batches request of one ``errored``.
+
 Faults (``VendorBehaviour``, of the vendor of the batch's first request, all off by default): the batch expires
 with a fraction done (``batch_expire_rate``, ``batch_expire_done``), a request fails with a server error
 (``batch_error_rate``, drawn per request with that request's vendor's rate), a well-formed batch is refused
@@ -34,8 +39,10 @@ A create may answer ``SimConfig.batch_reply_delay_s`` after the batch is made (a
 meanwhile never hears of a batch that exists).
 
 Both APIs are served on the gateway and on their provider's own host (``/api.openai.com/v1/...``,
-``/api.anthropic.com/v1/messages/batches...``, ``council.sim._hosts``), one store for all: a batch's requests are
-answered with the face of the host it was created on (native ids only there, and on Anthropic's API everywhere).
+``/api.anthropic.com/v1/messages/batches...``, and OpenAI's on the hosts whose documentation says they take its
+files and batches: Gemini's OpenAI-compatible endpoint, DashScope's compatible mode; ``council.sim._hosts``), one
+store for all: a batch's requests are answered with the face of the host it was created on (native ids only
+there, and on Anthropic's API everywhere).
 
 Batches and files live in this process's memory: a provider restart loses them all, which a real provider
 never does (a client that resumes after restarting the provider finds its batches unknown, 404).
@@ -56,11 +63,14 @@ from aiohttp import web
 
 from council.sim._faces import CHAT, Face
 from council.sim._messages import read_params
-from council.sim._server import STATE, Work, _State, bill, face_of, receive
+from council.sim._server import PREFIX, STATE, Work, _State, bill, face_of, receive
 from council.sim._wire import Parsed, _authorized, _BadBody, _error, _est_tokens, _json, _UNAUTHORIZED, read_body
 
 OPENAI_MAX_LINES = 50_000
 OPENAI_MAX_BYTES = 200 * 1024 * 1024
+NO_BATCH_API = {"deepseek": "https://api-docs.deepseek.com/"}  # vendor -> the page that shows it has none
+# a host whose batch API takes some of its models only -> those (native ids), as its page lists them
+HOST_BATCH_MODELS = {"/dashscope-intl.aliyuncs.com": ("qwen-max", "qwen-plus", "qwen-flash", "qwen-turbo")}
 _ENDPOINT = "/v1/chat/completions"
 _DAY_S = 24 * 3600
 _MAX_LISTED_ERRORS = 100
@@ -446,6 +456,10 @@ async def _create_batch(request: web.Request) -> web.Response:
         return _error(404, f"No such File object: {body.get('input_file_id')}", "invalid_request_error", None,
                       "input_file_id")
     custom_ids, bodies, model, errors = _check_lines(got[1])
+    unserved = no_batch_api(store, model, request.app.get(PREFIX, "")) if model else None
+    if unserved and not errors:
+        errors = [_line_error("model_not_supported", unserved, n, "body.model") for n in
+                  range(1, min(len(bodies), _MAX_LISTED_ERRORS) + 1)]
     b = store.new_batch("openai", "batch_sim", custom_ids, [] if errors else bodies, read_body)
     b.face = face_of(request)
     b.input_file_id, b.metadata, b.model = got[0]["id"], metadata, model
@@ -461,6 +475,18 @@ async def _create_batch(request: web.Request) -> web.Response:
         store.finish(b, "failed", b.created)
     await _slow_reply(store)
     return _json(_openai_view(store, b, "validating"))
+
+
+def no_batch_api(store: BatchStore, model: str, prefix: str = "") -> str | None:
+    """Why ``model`` cannot be batched on the host of ``prefix`` (the gateway: ""): its vendor has no batch API
+    (``NO_BATCH_API``), or the host's batch API takes other models (``HOST_BATCH_MODELS``); None when it can."""
+    vendor = store.st.world.vendor(model)
+    if vendor in NO_BATCH_API:
+        return f"The model {model!r} is not available through a batch API: {vendor} has none ({NO_BATCH_API[vendor]})."
+    takes = HOST_BATCH_MODELS.get(prefix)
+    if takes is not None and model not in takes:
+        return f"The model {model!r} is not supported by this batch API, which takes {', '.join(takes)}."
+    return None
 
 
 async def _slow_reply(store: BatchStore) -> None:
@@ -524,12 +550,13 @@ def add_routes(app: web.Application) -> None:
     add_openai_routes(app)
 
 
-def add_openai_routes(app: web.Application) -> None:
-    """OpenAI's files and batches (on the main application or a host's, which shares the main one's store)."""
-    app.router.add_post("/v1/files", _upload)
-    app.router.add_get("/v1/files/{file_id}", _file)
-    app.router.add_get("/v1/files/{file_id}/content", _file_content)
-    app.router.add_post("/v1/batches", _create_batch)
-    app.router.add_get("/v1/batches", _list_batches)
-    app.router.add_get("/v1/batches/{batch_id}", _get_batch)
-    app.router.add_post("/v1/batches/{batch_id}/cancel", _cancel_batch)
+def add_openai_routes(app: web.Application, prefix: str = "/v1") -> None:
+    """OpenAI's files and batches under ``prefix`` (on the main application or a host's, which shares the main
+    one's store)."""
+    app.router.add_post(f"{prefix}/files", _upload)
+    app.router.add_get(f"{prefix}/files/{{file_id}}", _file)
+    app.router.add_get(f"{prefix}/files/{{file_id}}/content", _file_content)
+    app.router.add_post(f"{prefix}/batches", _create_batch)
+    app.router.add_get(f"{prefix}/batches", _list_batches)
+    app.router.add_get(f"{prefix}/batches/{{batch_id}}", _get_batch)
+    app.router.add_post(f"{prefix}/batches/{{batch_id}}/cancel", _cancel_batch)

@@ -31,6 +31,8 @@ DEEPSEEK_API = "https://api-docs.deepseek.com/"
 DASHSCOPE_API = "https://www.alibabacloud.com/help/en/model-studio/compatibility-of-openai-with-dashscope"
 MISTRAL_API = "https://docs.mistral.ai/api/"
 OPENROUTER_API = "https://openrouter.ai/docs/api-reference/overview"
+GEMINI_OPENAI_BATCHES = "https://developers.googleblog.com/en/gemini-batch-api-now-supports-embeddings-and-openai-compatibility/"
+DASHSCOPE_BATCHES = "https://www.alibabacloud.com/help/en/model-studio/batch-interfaces-compatible-with-openai"
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,13 +50,18 @@ class Host:
     pages: tuple[str, ...] = ()
 
     @property
+    def batches_at(self) -> str:
+        """Where OpenAI's files and batches are, beside the chat completions (``/v1``, ``/v1beta/openai``...)."""
+        return self.chat[0].removesuffix("/chat/completions") if self.chat else "/v1"
+
+    @property
     def routes(self) -> list[str]:
         """Every path the host serves, prefix included."""
         paths = [*self.chat, *([self.models] if self.models else [])]
         if self.messages:
             paths += ["/v1/messages", "/v1/messages/batches[/{id}[/cancel|/results]]"]
         if self.openai_batches:
-            paths += ["/v1/files[/{id}[/content]]", "/v1/batches[/{id}[/cancel]]"]
+            paths += [f"{self.batches_at}/files[/{{id}}[/content]]", f"{self.batches_at}/batches[/{{id}}[/cancel]]"]
         return [f"/{self.host}{path}" for path in paths]
 
 
@@ -72,20 +79,24 @@ HOSTS: tuple[Host, ...] = (
               "(resets in RFC 3339), `retry-after` on a 429; 529 `overloaded_error` (`overloaded_rate`).",
          pages=(ANTHROPIC_MESSAGES, _messages.ANTHROPIC_RATE_LIMITS, _messages.ANTHROPIC_ERRORS, ANTHROPIC_BATCHES)),
     Host("generativelanguage.googleapis.com", "google", GEMINI, ("/v1beta/openai/chat/completions",),
-         "/v1beta/openai/models",
-         does="Gemini's OpenAI-compatible endpoint: native ids (`gemini-2.5-pro`, also `models/gemini-2.5-pro`); "
+         "/v1beta/openai/models", openai_batches=True,
+         does="Gemini's OpenAI-compatible endpoint, its batches through OpenAI's files and batches: native ids "
+              "(`gemini-2.5-pro`, also `models/gemini-2.5-pro`); "
               "errors in Google's list-wrapped shape `[{\"error\": {\"code\", \"message\", \"status\"}}]` "
               "(`INVALID_ARGUMENT` 400, `NOT_FOUND` 404, `INTERNAL` 500); no rate-limit headers; a 429 is "
               "`RESOURCE_EXHAUSTED` with a `google.rpc.RetryInfo` detail whose `retryDelay` (\"23s\") is the wait.",
-         pages=(GEMINI_RATE_LIMITS, GEMINI_TROUBLESHOOTING, "https://ai.google.dev/gemini-api/docs/openai")),
+         pages=(GEMINI_RATE_LIMITS, GEMINI_TROUBLESHOOTING, "https://ai.google.dev/gemini-api/docs/openai",
+                GEMINI_OPENAI_BATCHES)),
     Host("api.deepseek.com", "deepseek", ChatFace("deepseek"), ("/chat/completions", "/v1/chat/completions"),
          "/models",
          does="DeepSeek's OpenAI-compatible API: native ids `deepseek-chat` and `deepseek-reasoner`.",
          pages=(DEEPSEEK_API,)),
     Host("dashscope-intl.aliyuncs.com", "alibaba", ChatFace("alibaba"), ("/compatible-mode/v1/chat/completions",),
-         "/compatible-mode/v1/models",
-         does="Alibaba Cloud Model Studio's OpenAI-compatible mode: native ids (`qwen3-max`, `qwen-plus`, ...).",
-         pages=(DASHSCOPE_API,)),
+         "/compatible-mode/v1/models", openai_batches=True,
+         does="Alibaba Cloud Model Studio's OpenAI-compatible mode and its OpenAI-compatible Batch File API "
+              "(which takes `qwen-max`, `qwen-plus`, `qwen-flash` and `qwen-turbo` only): native ids (`qwen3-max`, "
+              "`qwen-plus`, ...).",
+         pages=(DASHSCOPE_API, DASHSCOPE_BATCHES)),
     Host("api.mistral.ai", "mistral", ChatFace("mistral"), ("/v1/chat/completions",), "/v1/models",
          does="Mistral's API: native ids (`mistral-medium-2508`, `mistral-medium-latest`, ...).",
          pages=(MISTRAL_API,)),
@@ -106,5 +117,5 @@ def add_hosts(app: web.Application) -> None:
             _messages.add_routes(sub)
             _message_batches.add_routes(sub)
         if host.openai_batches:
-            _batches.add_openai_routes(sub)
+            _batches.add_openai_routes(sub, host.batches_at)
         app.add_subapp(f"/{host.host}", sub)
