@@ -150,7 +150,8 @@ def main() -> int:
               f"{a['votes_compared']} votes both asked ({a['votes_only_in_one']} asked by one only, on deliberation "
               "audit rows)")
     if runs["batch"]["batch_sync"]:
-        print("synchronous in the batch run: " + "; ".join(f"{v} ({why})" for v, why in runs["batch"]["batch_sync"].items()))
+        print("synchronous in the batch run: "
+              + "; ".join(f"{v} ({why})" for v, why in runs["batch"]["batch_sync"].items()))
     problems = [f"{m}: not complete" for m in MODES if not runs[m]["complete"]]
     if ratios["batch/sync"] > MAX_RATIO:
         problems.append(f"batch / sync cost {ratios['batch/sync']:.3f} > {MAX_RATIO}")

@@ -3,8 +3,8 @@
 Two classes of one shape, :class:`OpenAIBatches` (``/files`` and ``/batches``, also served by Azure OpenAI, Groq,
 Together, vLLM...) and :class:`AnthropicBatches` (``/messages/batches``). The request bodies and result lines are
 :mod:`council.transport.batch_formats`'; this module only moves them, from disk and to disk: a batch is uploaded
-from the file it was spooled to and its results are downloaded to a file, a chunk at a time. aiohttp's errors and the providers' error
-bodies stop here and leave as the project's errors:
+from the file it was spooled to and its results are downloaded to a file, a chunk at a time. aiohttp's errors and
+the providers' error bodies stop here and leave as the project's errors:
 
 - :class:`ProviderUnavailable`: the key is refused (401, 403), the base URL is wrong, or a batch failed the
   provider's validation (the message names why): the run stops.

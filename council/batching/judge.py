@@ -87,7 +87,8 @@ class _Pack:
         self.more.setdefault(position, []).append(entry)
 
     def build(self) -> tuple[list[dict[str, Any]], int, dict[str, Any]]:
-        messages, max_tokens, response_format = request_for(self.judge.params, self.round, self.tasks)  # type: ignore[arg-type]
+        tasks: list[JudgeTask] = self.tasks  # type: ignore[assignment]  # a request made here has every task
+        messages, max_tokens, response_format = request_for(self.judge.params, self.round, tasks)
         if self.first is not None:
             messages = repair_messages(messages, self.first)
         return messages, max_tokens, response_format

@@ -313,7 +313,8 @@ class BatchSender:
                 self._room.clear()
                 if not self._open:
                     first = next(iter(self._queued.values()), None)
-                    if first is not None and room_tokens is not None and first.tokens > self.settings.batch_queue_tokens:
+                    over = room_tokens is not None and first is not None
+                    if over and first.tokens > self.settings.batch_queue_tokens:
                         self._fail([first.custom_id], ProviderUnavailable(
                             f"{self.vendor}: a request of about {first.tokens} tokens is over batch_queue_tokens "
                             f"({self.settings.batch_queue_tokens})"))

@@ -275,7 +275,8 @@ def _spool(entries: Iterable[tuple[str, str, bytes]], folder: Path, max_count: i
     try:
         for entry_model, custom_id, part in entries:
             if overhead + len(part) > max_bytes:
-                raise ValueError(f"request {custom_id!r} alone is {len(part)} bytes, over the {max_bytes} a batch may hold")
+                raise ValueError(f"request {custom_id!r} alone is {len(part)} bytes, over the {max_bytes} a batch "
+                                 "may hold")
             grown = size + len(part) + (len(separator) if ids else 0)
             if handle is not None and (len(ids) == max_count or grown + len(tail) > max_bytes
                                        or (one_model and entry_model != model)):
