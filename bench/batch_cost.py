@@ -42,6 +42,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.support.results import save  # noqa: E402
+
 MODES = ("sync", "sync-packed", "batch")
 MAX_RATIO = 0.55
 RECORD_FILES = ("round1.jsonl", "round2.jsonl")
@@ -116,6 +118,7 @@ def agreement(a: dict, b: dict) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--batch-completion-s", type=float, default=3.0, help="how long a batch takes (default 3)")
+    ap.add_argument("--save", action="store_true", help="write the figures to bench/results for the docs")
     ap.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -163,9 +166,11 @@ def main() -> int:
           if not problems else "FAILED: " + "; ".join(problems))
     for f in runs.values():
         del f["run_dir"], f["vote_verdicts"]
-    print(json.dumps({"bench": "batch_cost", "rows": runs["sync"]["rows"], "batch_completion_s":
-                      args.batch_completion_s, "modes": runs, "ratios": ratios, "agreement": agree,
-                      "max_ratio": MAX_RATIO, "ok": not problems}))
+    figures = {"bench": "batch_cost", "rows": runs["sync"]["rows"], "batch_completion_s": args.batch_completion_s,
+               "modes": runs, "ratios": ratios, "agreement": agree, "max_ratio": MAX_RATIO, "ok": not problems}
+    if args.save:
+        save("batch_cost", figures)
+    print(json.dumps(figures))
     return 1 if problems else 0
 
 

@@ -42,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import bank  # noqa: E402
+from bench.support.results import save  # noqa: E402
 from aggregator import wilson_interval  # noqa: E402
 from council.protocol.config import CouncilConfig, VendorSettings  # noqa: E402
 from council.run.runner import RunRequest, run_council  # noqa: E402
@@ -154,8 +155,11 @@ async def main_async(args: argparse.Namespace) -> int:
                 if world == "sample":
                     ok = ok and all(met.values())
                 out.setdefault(world, {})[str(seed)] = {**f, "target_met": met}
-    print(orjson.dumps({"seeds": args.seeds, "worlds": out, "target_ratio": TARGET_RATIO,
-                        "min_agreement": MIN_AGREEMENT, "ok": ok}).decode())
+    measured = {"seeds": args.seeds, "worlds": out, "target_ratio": TARGET_RATIO, "min_agreement": MIN_AGREEMENT,
+                "ok": ok}
+    if args.save:
+        save("deliberation_cost", measured)
+    print(orjson.dumps(measured).decode())
     return 0 if ok else 1
 
 
@@ -163,6 +167,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", default="0,1,3", help="comma-separated seeds (default: %(default)s)")
     parser.add_argument("--worlds", default="sample", help="comma-separated: sample, packed (default: %(default)s)")
+    parser.add_argument("--save", action="store_true", help="write the figures to bench/results for the docs")
     return asyncio.run(main_async(parser.parse_args()))
 
 

@@ -37,18 +37,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.run_scale import make_responses  # noqa: E402
+from bench.support.results import machine  # noqa: E402
 
 MAX_RSS_BYTES_PER_ROW = 500
 MAX_BATCH_RSS_BYTES_PER_ROW = 1_000
@@ -131,12 +130,6 @@ def hours_at_tier_limits(rows: int, deliberated_share: float) -> dict:
             "round_two_share": round(disputed_share(u, audit), 4), "limits_read": limits["read"],
             "limiting_vendor": max(per_vendor, key=per_vendor.get) if per_vendor else None,
             "no_figure": sorted(v for v, f in limits["vendors"].items() if f.get("rpm") is None and f.get("tpm") is None)}
-
-
-def machine() -> dict:
-    return {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
-            "memory_gb": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
-            "date": datetime.now(UTC).strftime("%Y-%m-%d")}
 
 
 def main() -> int:

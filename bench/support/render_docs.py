@@ -76,7 +76,45 @@ def large_regrade(f: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-SECTIONS = {"large_regrade.json": large_regrade}
+def batch_cost(f: dict) -> str:
+    modes = f["modes"]
+    lines = ["## Batch against synchronous, on the sample", "",
+             "`python bench/batch_cost.py --save`: the shipped sample graded three ways by the embedded provider: "
+             "synchronous (one row a request: no limit binds), synchronous with every request limit binding (rows "
+             "packed as a batch request packs them), and `--transport batch`.", "",
+             f"Machine: {_machine(f['machine'])}.", "",
+             "| mode | judge cost (USD) | batch / this | consensus rows that differ from batch |",
+             "|---|---:|---:|---:|"]
+    for mode, r in modes.items():
+        ratio = f["ratios"].get(f"batch/{mode}")
+        differ = (f["agreement"].get(mode) or {}).get("rows_changed")
+        lines.append(f"| {mode} | {_n(r['judge_cost_usd'], 4)} | {'' if ratio is None else f'{ratio:.3f}'} "
+                     f"| {'' if differ is None else _n(differ)} |")
+    return "\n".join(lines) + "\n"
+
+
+def deliberation_cost(f: dict) -> str:
+    lines = ["## What deliberation costs", "",
+             "`python bench/deliberation_cost.py --save`: the shipped sample at each seed, judge cost over its own "
+             "round one's (the same run), and verdicts against `--deliberate all`'s. `before` is `--deliberate "
+             "disputed` as it was (judge-v3, the whole audit share); `disputed` is the default (judge-v4, the "
+             "sequential audit).", "",
+             f"Machine: {_machine(f['machine'])}.", "",
+             "| world | seed | all | before | disputed | disputed: same verdicts as all | audited rows (changed) "
+             "| audit's 95% bound | round-two prompt tokens a deliberated row / round one's |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for world, seeds in f["worlds"].items():
+        for seed, g in seeds.items():
+            d, audit = g["disputed"], g["disputed"]["audit"]
+            lines.append(
+                f"| {world} | {seed} | {g['all']['ratio_to_round1']:.3f}x | {g['before']['ratio_to_round1']:.3f}x "
+                f"| {d['ratio_to_round1']:.3f}x | {d['agreement_with_all']['share']:.2%} | {audit['rows']} "
+                f"({audit['changed']}) | {audit['ci_high']} | {d['prompt_tokens']['per_row']['ratio']:.2f}x |")
+    return "\n".join(lines) + "\n"
+
+
+SECTIONS = {"large_regrade.json": large_regrade, "batch_cost.json": batch_cost,
+            "deliberation_cost.json": deliberation_cost}
 
 
 def render() -> str:
