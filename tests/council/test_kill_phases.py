@@ -18,7 +18,7 @@ import pytest
 
 from tests.council._provider import command, council
 from tests.council.test_end_to_end import lines
-from tests.council.test_stop_moments import _children, _state, inputs  # noqa: F401 - inputs is a fixture
+from tests.council.test_stop_moments import _drawing, _state, inputs  # noqa: F401 - inputs is a fixture
 
 
 def _kill_at(argv: list[str], run: Path, moment: Callable[[Path, subprocess.Popen], bool]) -> bool:
@@ -53,19 +53,6 @@ def _auditing(run: Path, _proc: subprocess.Popen) -> bool:  # a round two is arc
 def _scoring(run: Path, _proc: subprocess.Popen) -> bool:  # graded (the state is written just before scoring)
     state = _state(run)
     return state is not None and state["state"] == "finished" and not (run / "summary.json").exists()
-
-
-def _drawing(run: Path, proc: subprocess.Popen) -> bool:  # scored; the report's child at work on its page
-    if not (run / "summary.json").exists() or (run / "report.html").exists():
-        return False
-    for child in _children(proc.pid):
-        try:
-            with open(f"/proc/{child}/cmdline", "rb") as handle:
-                if b"council.report" in handle.read():
-                    return True
-        except FileNotFoundError:
-            continue
-    return False
 
 
 def _resumed(run: Path, runs: Path) -> subprocess.CompletedProcess:

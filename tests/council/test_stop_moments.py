@@ -210,25 +210,26 @@ def _children(pid: int) -> list[int]:
         return []
 
 
+def _drawing(run: Path, proc: subprocess.Popen) -> bool:  # scored; the report's child at work on its page
+    if not (run / "summary.json").exists() or (run / "report.html").exists():
+        return False
+    for child in _children(proc.pid):
+        try:
+            with open(f"/proc/{child}/cmdline", "rb") as handle:
+                if b"council.report" in handle.read():
+                    return True
+        except FileNotFoundError:
+            continue
+    return False
+
+
 @pytest.mark.report_at_end
 def test_ctrl_c_while_the_report_is_drawn_exits_within_3_s_and_says_what_draws_it(tmp_path, inputs):
     reference, common = inputs
     runs = tmp_path / "runs"
     run = runs / "page"
-    def drawing(run: Path, proc: subprocess.Popen) -> bool:  # scored; the report's child at work on its page
-        if not (run / "summary.json").exists() or (run / "report.html").exists():
-            return False
-        for child in _children(proc.pid):
-            try:
-                with open(f"/proc/{child}/cmdline", "rb") as handle:
-                    if b"council.report" in handle.read():
-                        return True
-            except FileNotFoundError:
-                continue
-        return False
-
     done, took, caught = _press(council("run", "--run-id", "page", "--backend", "local", "--runs-dir", str(runs),
-                                        *common), run, drawing)
+                                        *common), run, _drawing)
     assert caught, done.stderr[-2000:]
     assert done.returncode == 130, done.stderr[-2000:]
     assert took <= EXIT_WITHIN_S, took
