@@ -36,8 +36,8 @@ from council.protocol.config import BatchSettings, JudgeParams, VendorSettings
 from council.protocol.parsing import parse_batch, read_batch
 from council.protocol.prompts import repair_messages
 from council.transport.batch_formats import BatchError, BatchOutcome
-from council.transport.judge import (BATCH_OVERHEAD_CHARS, Call, Judge, JudgeTask, read_vote, request_for,
-                                     split_usage, take_batch, vote_record)
+from council.transport.judge import (BATCH_OVERHEAD_CHARS, Call, Judge, JudgeTask, fail_queued, read_vote,
+                                     request_for, split_usage, take_batch, vote_record)
 from council.transport.shape import RequestShape, plain
 from council.transport.wire import Reply
 
@@ -147,13 +147,7 @@ class BatchJudge:
     def cancel_queued(self, exc: BaseException) -> int:
         """A stop: every waiting vote fails at once. Those in an open batch are not lost: the journal holds it, and
         a resume polls it (their answer may be hours away, longer than a stop's grace period is worth)."""
-        cancelled = 0
-        for queue in self._queues.values():
-            while queue:
-                _, future = queue.popleft()
-                if not future.done():
-                    future.set_exception(exc)
-                    cancelled += 1
+        cancelled = fail_queued(self._queues.values(), exc)
         self._waiting = 0
         self._resumed.clear()
         return cancelled + self.sender.cancel(exc)

@@ -17,6 +17,7 @@ import itertools
 import time
 import uuid
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from council.core.errors import ProviderError, ProviderUnavailable
@@ -106,14 +107,7 @@ class Judge:
 
     def cancel_queued(self, exc: BaseException) -> int:
         """Fail every vote still queued (not yet sent) with ``exc``; requests already sent finish."""
-        cancelled = 0
-        for queue in self._queues.values():
-            while queue:
-                _, future = queue.popleft()
-                if not future.done():
-                    future.set_exception(exc)
-                    cancelled += 1
-        return cancelled
+        return fail_queued(self._queues.values(), exc)
 
     def submit(self, task: JudgeTask) -> asyncio.Future[JudgeCallRecord]:
         if self._pump_task is None or self._pump_task.done():
@@ -421,3 +415,15 @@ def split_usage(usage: Usage, n: int) -> list[Usage]:
 
     shares = {name: parts(getattr(usage, name)) for name in Usage.model_fields}  # every count, cache ones too
     return [Usage(**{name: share[i] for name, share in shares.items()}) for i in range(n)]
+
+
+def fail_queued(queues: Iterable[deque], exc: BaseException) -> int:
+    """Empty ``queues`` of (task, future) pairs, failing each future not yet done with ``exc``; how many were."""
+    cancelled = 0
+    for queue in queues:
+        while queue:
+            _, future = queue.popleft()
+            if not future.done():
+                future.set_exception(exc)
+                cancelled += 1
+    return cancelled
