@@ -28,7 +28,7 @@ side; the batch run costs at most ``MAX_BATCH_COST_RATIO`` of the synchronous on
 
 Run from the repository root (about 25 minutes on 2 cores at 250,000 rows):
     python bench/large_regrade.py
-    python bench/large_regrade.py --rows 20000 --out /tmp/quick.json    # a quick look
+    python bench/large_regrade.py --rows 20000 --out quick.json          # a quick look
     python bench/large_regrade.py --transports batch --update          # one side again, the other kept
 """
 
