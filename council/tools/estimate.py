@@ -19,7 +19,8 @@ vendor asked to batch that has no batch API, or whose endpoint serves none the c
 
 Strategies: ``all`` sends round two on every row; ``disputed`` sends it on the share ``(1 - u) + a·u`` of the
 rows, where ``u`` is the unanimity rate (rows whose round one is unanimous) and ``a`` the deliberation audit's
-share. Round one is the same under both. ``u`` is stated by the user or measured by a pilot
+share (a sequential audit's: its first slice of those rows, :func:`audited_share`). Round one is the same under
+both. ``u`` is stated by the user or measured by a pilot
 (:func:`run_pilot`): a seeded sample of rows graded for real, whose Wilson interval is carried to the figures.
 """
 
@@ -36,6 +37,7 @@ from aggregator import wilson_interval
 from council.core.errors import ConfigError
 from council.core.schema import BankItem, MemberSpec, ResponseRow, Usage
 from council.protocol.config import CouncilConfig
+from council.protocol.deliberation import audit_first_slice
 from council.protocol.panels import eligible_members
 from council.protocol.prompts import LETTERS, Peer, batch_messages, round1_body, round2_body, single_messages
 from council.run.runner import RunRequest, run_council
@@ -206,14 +208,28 @@ def estimate(config: CouncilConfig, items: dict[str, BankItem], rows: list[Respo
     loads = _loads(config, items, rows, models, measured)
     strategies = [_strategy(loads, "all", None, 1.0)]
     if unanimity is not None:
-        strategies.append(_strategy(loads, "disputed", unanimity.rate, disputed_share(unanimity.rate, audit)))
+        def share(u: float) -> float:
+            return disputed_share(u, audited_share(config, audit, u, len(rows)))
+
+        strategies.append(_strategy(loads, "disputed", unanimity.rate, share(unanimity.rate)))
         for end, u in (("low", unanimity.low), ("high", unanimity.high)):
             if u != unanimity.rate:
-                strategies.append(_strategy(loads, "disputed", u, disputed_share(u, audit), end))
+                strategies.append(_strategy(loads, "disputed", u, share(u), end))
     asked = [v for v in config.roster_vendors if (config.settings(v).transport or config.transport) == "batch"]
     return Estimate(rows=len(rows), unpriced=config.unpriced(models), strategies=strategies, unanimity=unanimity,
                     audit_share=audit, batching=config.batching, batch_unpriced=config.batch_unpriced(),
                     batch_sync={v: why for v in asked if (why := config.batch_refusal(v))})
+
+
+def audited_share(config: CouncilConfig, audit_share: float, unanimity: float, rows: int) -> float:
+    """The share of the unanimous rows the deliberation audit asks round two of. A sequential audit
+    (``deliberation_audit_stop`` above 0, on a synchronous run: :mod:`council.grading.sequential`) is counted as
+    stopping after its first slice, as it does when none of those rows changes; otherwise the whole share."""
+    sequential = config.deliberation_audit_stop > 0 and not config.batching
+    unanimous = unanimity * rows
+    if not sequential or audit_share <= 0 or unanimous <= 0:
+        return audit_share
+    return min(audit_share, audit_first_slice(config.deliberation_audit_stop) / unanimous)
 
 
 def disputed_share(unanimity: float, audit_share: float) -> float:

@@ -69,6 +69,26 @@ def test_unanimity_0_is_all_and_unanimity_1_is_the_audit_share_alone():
     assert no_audit["cost_usd"] == pytest.approx(all_["cost_by_round_usd"]["1"], abs=1e-5)
 
 
+def test_a_sequential_audit_is_counted_at_its_first_slice_and_a_whole_share_audit_at_the_share():
+    """The default audit stops after its first slice when none of its rows changes (what the estimate assumes);
+    an audit that never stops early (deliberation_audit_stop 0) or a batching run's asks the whole share."""
+    from council.protocol.deliberation import audit_first_slice
+    from council.tools.estimate import audited_share
+
+    first = audit_first_slice(CouncilConfig().deliberation_audit_stop)
+    assert first == 16  # the fewest rows whose 95% Wilson bound of no change is under 0.2
+    sequential = CouncilConfig()
+    assert audited_share(sequential, 0.1, 0.8, 100_000) == pytest.approx(first / 80_000)
+    assert audited_share(sequential, 0.1, 0.8, 100) == 0.1  # fewer candidates than a slice: the whole share
+    assert audited_share(CouncilConfig(deliberation_audit_stop=0.0), 0.1, 0.8, 100_000) == 0.1
+    assert audited_share(CouncilConfig(transport="batch"), 0.1, 0.8, 100_000) == 0.1
+    rows = ROWS * 50  # 1,200 rows, 960 unanimous at u = 0.8: 96 in the share, 16 audited
+    _, counted = strategies(sequential, 0.8, 0.1, rows)
+    _, whole = strategies(CouncilConfig(deliberation_audit_stop=0.0), 0.8, 0.1, rows)
+    assert counted["round2_share"] == pytest.approx(0.2 + first / len(rows), abs=1e-6)  # rounded to 6 places
+    assert whole["round2_share"] == pytest.approx(0.2 + 0.1 * 0.8, abs=1e-6)
+
+
 def test_round_two_requests_keep_the_batch_size_and_t_star_follows():
     config = CouncilConfig.model_validate({"vendors": {"google": {"rpm": 60, "max_batch": 4}}})
     all_, disputed = strategies(config, 0.5, 0.0)
