@@ -253,6 +253,7 @@ class BatchJudge:
                 self._alone(everyone)
                 return
             pack.first, pack.custom_id = content, repair
+            pack.sends = 0  # a new request: its own sends, not the first answer's (it would be lost after one)
             if resumed:
                 self._resumed[repair] = pack
             self.sender.add(pack)

@@ -207,3 +207,28 @@ async def test_a_provider_without_a_batch_api_stops_the_vendor_with_a_clear_erro
     assert all(isinstance(r, ProviderUnavailable) for r in results), results
     assert "does this provider serve a batch API?" in str(results[0]) and "404" in str(results[0])
     assert all(e.gone for e in Journal(tmp_path).entries.values())  # announced, never made
+
+
+async def test_a_repair_is_a_new_request_whose_sends_are_its_own(tmp_path) -> None:
+    """A request lost in two batches and then answered unparseably gets a repair request; the repair starts its own
+    count of sends, so one lost batch sends it again (or as a chat call) instead of handing its votes back as errors,
+    as a request sent three times is."""
+    from council.batching.judge import REPAIR
+    from council.batching.sender import MAX_SENDS
+    from council.core.schema import Usage
+
+    truth, tasks = world(1)
+    async with await start_sim(sim(), truth) as server:
+        j = judge(server, Journal(tmp_path))
+        added = []
+        j.sender.add = added.append  # the requests the judge makes, held here instead of sent
+        j.sender.wake = lambda: None
+        vote = j.submit(tasks[0])
+        (first,) = j._take(8)  # the request the sender would put in a batch
+        first.sends = MAX_SENDS - 1  # lost in two batches before this answer came
+        first.done(Reply("no vote in this answer", "stop", Usage(prompt_tokens=10, completion_tokens=5)), "batch_x")
+        (repair,) = added
+        assert repair.custom_id.endswith(REPAIR)
+        assert repair.sends == 0 and not vote.done()
+        vote.cancel()
+        await j.close()
