@@ -228,10 +228,9 @@ def council_versus_members(council, votes_k, gold, item, n_items: int, members: 
         rows = np.flatnonzero((judge != MISSING) & known)
         S[col], C[col] = score_matrix(it[rows], np.zeros(len(rows), dtype=np.int64),
                                       (judge[rows] == g[rows]).astype(np.float64), n_items, 1)
-        if col:
-            S[m + 2 * col - 1], C[m + 2 * col - 1] = score_matrix(
-                it[rows], np.zeros(len(rows), dtype=np.int64), council_right[rows].astype(np.float64), n_items, 1)
-            S[m + 2 * col], C[m + 2 * col] = S[col], C[col]
+        if col:  # the pair: the council and the member on the member's rows (the same rows, so the same counts)
+            S[m + 2 * col - 1] = np.bincount(it[rows], weights=council_right[rows], minlength=n_items)
+            S[m + 2 * col], C[m + 2 * col - 1], C[m + 2 * col] = S[col], C[col], C[col]
     boot = bootstrap_scores(S, C, n_resamples=n_resamples, seed=seed, ci=ci)
     names = ["council", *members]
     if np.isnan(boot.point[1:m + 1]).all():

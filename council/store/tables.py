@@ -186,15 +186,15 @@ def _write_parquet(path: Path, columns: list[tuple[str, str]], records: Iterator
     with pq.ParquetWriter(tmp, schema) as writer:
         group: list[Any] = []  # Arrow record batches of the row group being gathered
         pending: list[list[Any]] = []
-        written = 0
+        written = gathered = 0
         for record in records:
             pending.append(record)
             if len(pending) >= CHUNK_ROWS:
                 group.append(chunk(pending))
-                pending = []
-                if sum(b.num_rows for b in group) >= PARQUET_ROWS:
+                gathered, pending = gathered + len(pending), []
+                if gathered >= PARQUET_ROWS:
                     writer.write_table(pa.Table.from_batches(group, schema=schema).combine_chunks())
-                    written, group = written + PARQUET_ROWS, []
+                    written, gathered, group = written + gathered, 0, []
         if pending or not (written or group):
             group.append(chunk(pending))  # an empty run still gets its (typed) columns
         if group:

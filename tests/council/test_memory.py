@@ -25,10 +25,15 @@ OBJECTS_PER_ROW = 0.1  # objects alive after grading per extra row (measured: ab
 def copies(dst: Path, k: int, rows: int = 480) -> Path:
     """The sample's first ``rows`` responses ``k`` times, each copy's rows with new ids."""
     lines = [orjson.loads(line) for line in SAMPLE_RESPONSES.read_bytes().splitlines() if line.strip()][:rows]
+    return _write_copies(dst, lines, k)
+
+
+def _write_copies(dst: Path, records: list[dict], k: int) -> Path:
+    """``records`` ``k`` times into ``dst``, copy c's row ids ending ``~c``."""
     with open(dst, "wb") as out:
         for c in range(k):
-            for row in lines:
-                out.write(orjson.dumps({**row, "row_id": f"{row['row_id']}~{c}"}) + b"\n")
+            for rec in records:
+                out.write(orjson.dumps({**rec, "row_id": f"{rec['row_id']}~{c}"}) + b"\n")
     return dst
 
 
@@ -63,11 +68,7 @@ def _grown(run: Path, dst: Path, k: int) -> Path:
     for name in ("manifest.json", "items.jsonl", "state.json"):
         (dst / name).write_bytes((run / name).read_bytes())
     for name in (ROWS, *ROUND_FILES.values()):
-        lines = [orjson.loads(line) for line in archive.iter_lines(run / name) if line.strip()]
-        with open(dst / name, "wb") as out:
-            for c in range(k):
-                for rec in lines:
-                    out.write(orjson.dumps({**rec, "row_id": f"{rec['row_id']}~{c}"}) + b"\n")
+        _write_copies(dst / name, [orjson.loads(line) for line in archive.iter_lines(run / name) if line.strip()], k)
     return dst
 
 
