@@ -11,7 +11,6 @@ stays flat. Setting both thresholds (to glibc's own default, 128 KiB) switches t
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import sys
 
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # mallopt's parameter numbers (malloc.h)
@@ -28,7 +27,7 @@ def settle_allocator() -> bool:
     if not sys.platform.startswith("linux"):
         return False
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc = ctypes.CDLL("libc.so.6")  # glibc's name (finding it by ctypes.util runs ldconfig: start-up time)
         mallopt = libc.mallopt
     except (OSError, AttributeError):
         return False
