@@ -31,6 +31,7 @@ import gc
 import itertools
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Iterator
+from pathlib import Path
 from typing import Protocol, TypeVar
 
 import numpy as np
@@ -39,6 +40,7 @@ import aggregator as agg
 from council.core.errors import ProviderUnavailable
 from council.core.schema import BankItem, ElicitedRecord, JudgeCallRecord, MemberSpec, ResponseRow, Scale
 from council.grading.budget import Budget, BudgetExhausted
+from council.grading.parked import ParkedRows
 from council.grading.pools import JudgePool
 from council.grading.sequential import SequentialAudit
 from council.grading.stop import StopControl, Stopped
@@ -86,6 +88,7 @@ class Coordinator:
         on_refused: Callable[[ResponseRow, str], None] | None = None,
         on_row_graded: Callable[[ResponseRow, list[JudgeCallRecord], bool], None] | None = None,
         sequential_audit: bool = True,
+        scratch_dir: Path | None = None,
     ) -> None:
         self.config = config
         self.items = items
@@ -115,6 +118,7 @@ class Coordinator:
         self._sequential = (sequential_audit and not config.batching and rule.mode == "disputed"
                             and rule.audit_share > 0 and rule.audit_stop > 0)
         self.deliberation_audit: SequentialAudit | None = None  # the run's, while run() grades in order
+        self._scratch_dir = scratch_dir  # where a batch run parks its rows in flight (None: the system's temp folder)
 
     def note_audited(self, keys: Iterable[VoteKey]) -> None:
         """Votes whose batch audit is already archived (a shard learns them chunk by chunk)."""
@@ -125,7 +129,9 @@ class Coordinator:
         runs out stops new rows; the votes in flight finish and are archived."""
         order = self._ordered()
         with heap_frozen():
-            if order is None:
+            if order is None and self.config.batching:
+                await ParkedRows(self, self._scratch_dir).run(item_major(rows))
+            elif order is None:
                 await self._work(item_major(rows), self.grade_row)
             else:
                 await self._work(enumerate(item_major(rows)), self._grade_in_order)
@@ -272,8 +278,9 @@ class Coordinator:
                 return f"prompt of about {tokens:,} tokens is over {m.vendor}'s context of {context:,} tokens"
         return None
 
-    async def grade_row(self, row: ResponseRow, *, seq: int | None = None) -> None:
-        """Both rounds of ``row``; ``seq``: its place in the run's order (the sequential audit's), if it has one."""
+    def panel(self, row: ResponseRow) -> tuple[BankItem, list[MemberSpec], list[MemberSpec], str | None]:
+        """The row's item, its panel (empty when the row is refused), its shadow seats and why it is refused, if it
+        is (reported through ``on_refused``)."""
         item = self.items[row.item_id]
         members = eligible_members(row, self.config.roster, self.config.self_exclusion)
         refused = self.refusal(item, row, members) if members else None
@@ -282,19 +289,25 @@ class Coordinator:
                 self._on_refused(row, refused)
             members = []  # never sent; the row is counted as not graded, with its reason
         shadows = ([m for m in self.config.roster if m.vendor == row.vendor and not m.reserve]
-                   if self.config.shadow_self else [])
+                   if self.config.shadow_self and members else [])
+        return item, members, shadows, refused
+
+    def graded(self, row: ResponseRow, records: list[JudgeCallRecord], refused: bool) -> None:
+        """A row is done: its records (round one's counted votes, then round two's) go to the hooks."""
+        if self._on_row_graded is not None:
+            self._on_row_graded(row, records, refused)
+        if self._on_row_done is not None:
+            self._on_row_done(row)
+
+    async def grade_row(self, row: ResponseRow, *, seq: int | None = None) -> None:
+        """Both rounds of ``row``; ``seq``: its place in the run's order (the sequential audit's), if it has one."""
+        item, members, shadows, refused = self.panel(row)
         if members:
-            rubric = rubric_hash(item)
-            body = round1_body(item, row, contain=self.config.judge.containment)
-            first = _settled(await asyncio.gather(
-                *(self._vote(m, row, 1, body, {}, rubric, scale=item.scale) for m in members),
-                *(self._vote(m, row, 1, body, {}, rubric, shadow=True, scale=item.scale) for m in shadows),
-                return_exceptions=True,
-            ))
+            first = _settled(await asyncio.gather(*(self._vote(m, t) for m, t in self.first(item, row, members, shadows)),
+                                                  return_exceptions=True))
             round1 = {r.member: r for r in first if not r.shadow}  # a shadow vote is never shown to peers
-            order = row_order(self.config.seed, row.row_id, [m.vendor for m in members])
-            role = await self._role(item, row, members, round1, seq)
-            second = [] if role == "skipped" else [self._second(m, item, row, round1, order, rubric) for m in members]
+            role = await self.role(item, row, members, round1, seq)
+            second = [] if role == "skipped" else [self._vote(m, t) for m, t in self.seconds(item, row, members, round1)]
             round2 = _settled(await asyncio.gather(*second, return_exceptions=True))
             if role == "audit" and seq is not None and self.deliberation_audit is not None:
                 self.deliberation_audit.done(seq, *self.audit_changed(item, members, round1, round2))
@@ -303,12 +316,9 @@ class Coordinator:
             if seq is not None and self.deliberation_audit is not None:
                 self.deliberation_audit.known(seq, False)  # never sent: not a candidate
             records = []
-        if self._on_row_graded is not None:
-            self._on_row_graded(row, records, refused is not None)
-        if self._on_row_done is not None:
-            self._on_row_done(row)
+        self.graded(row, records, refused is not None)
 
-    async def _role(self, item: BankItem, row: ResponseRow, members: list[MemberSpec],
+    async def role(self, item: BankItem, row: ResponseRow, members: list[MemberSpec],
                     round1: dict[str, JudgeCallRecord], seq: int | None) -> Role:
         """What round two is on the row, from its round one (:class:`council.protocol.deliberation.Rule`): a
         candidate of the audit is audited if the run's sequential audit says so (it may wait for earlier rows),
@@ -324,20 +334,35 @@ class Coordinator:
         audit.known(seq, candidate)
         return "audit" if candidate and await audit.decide(seq) else "skipped"
 
-    def _second(self, m: MemberSpec, item: BankItem, row: ResponseRow, round1: dict[str, JudgeCallRecord],
-                order: list[str], rubric: str) -> Awaitable[JudgeCallRecord]:
-        """Member ``m``'s round-two vote, in the layout the rule gives it: a follow-up of a round one sent alone is
-        sent alone, one of a round one sent with other rows goes out with them when they are all queued."""
-        own, params = round1[m.vendor], self.config.judge
-        peers, letters, scrubbed = peers_for(m.vendor, order, round1, self._scrub)
-        layout = round_two_layout(params.prompt_version, own, mode=self._deliberation.mode,
-                                  contain=params.containment)
-        body = round2_body(item, row, own.verdict, own.reason, peers, contain=params.containment,
-                           own_scores=own.scores, version=layout)
-        follow = layout == CONVERSATION_VERSION
-        return self._vote(m, row, 2, body, letters, rubric, scale=item.scale, scrubbed=scrubbed,
-                          after=tuple(own.batch_rows) if follow else (),
-                          solo=follow and params.prompt_version == CACHED_VERSION and len(own.batch_rows) <= 1)
+    def first(self, item: BankItem, row: ResponseRow, members: list[MemberSpec],
+              shadows: list[MemberSpec]) -> list[tuple[MemberSpec, JudgeTask]]:
+        """The row's round-one votes: one blind prompt for every seat, its panel's and then its shadows'."""
+        rubric = rubric_hash(item)
+        body = round1_body(item, row, contain=self.config.judge.containment)
+        return [(m, self.task(m, row, 1, body, {}, rubric, scale=item.scale, shadow=shadow))
+                for m, shadow in [*((m, False) for m in members), *((m, True) for m in shadows)]]
+
+    def seconds(self, item: BankItem, row: ResponseRow, members: list[MemberSpec],
+                round1: dict[str, JudgeCallRecord]) -> list[tuple[MemberSpec, JudgeTask]]:
+        """The row's round-two votes, one for each member of its panel (``round1``: member -> its round-one vote).
+        Each member's is in the layout the rule gives it: a follow-up of a round one sent alone is sent alone, one
+        of a round one sent with other rows goes out with them when they are all queued."""
+        order = row_order(self.config.seed, row.row_id, [m.vendor for m in members])
+        rubric, params = rubric_hash(item), self.config.judge
+        out = []
+        for m in members:
+            own = round1[m.vendor]
+            peers, letters, scrubbed = peers_for(m.vendor, order, round1, self._scrub)
+            layout = round_two_layout(params.prompt_version, own, mode=self._deliberation.mode,
+                                      contain=params.containment)
+            body = round2_body(item, row, own.verdict, own.reason, peers, contain=params.containment,
+                               own_scores=own.scores, version=layout)
+            follow = layout == CONVERSATION_VERSION
+            out.append((m, self.task(m, row, 2, body, letters, rubric, scale=item.scale, scrubbed=scrubbed,
+                                     after=tuple(own.batch_rows) if follow else (),
+                                     solo=follow and params.prompt_version == CACHED_VERSION
+                                     and len(own.batch_rows) <= 1)))
+        return out
 
     def audit_changed(self, item: BankItem, members: list[MemberSpec], round1: dict[str, JudgeCallRecord],
                       round2: list[JudgeCallRecord]) -> tuple[bool, bool]:
@@ -359,56 +384,87 @@ class Coordinator:
                      for d in names] for v in columns]] for r in rounds]
         return complete, bool(changed_levels(np.stack(levels, axis=-1), self.config.quorum)[0])
 
-    async def _vote(self, member: MemberSpec, row: ResponseRow, round_: int, body: str, letters: dict[str, str],
-                    rubric: str, *, shadow: bool = False, scale: Scale | None = None,
-                    scrubbed: dict[str, int] | None = None, after: tuple[str, ...] = (),
-                    solo: bool = False) -> JudgeCallRecord:
-        params = self.config.judge
-        key = vote_key(member.judge_model, member.vendor, round_, body, params)
-        archived = self._archived.get((row.row_id, member.vendor, round_))
-        if archived is not None and archived.request_key == key:
+    def task(self, member: MemberSpec, row: ResponseRow, round_: int, body: str, letters: dict[str, str],
+             rubric: str, *, shadow: bool = False, scale: Scale | None = None, scrubbed: dict[str, int] | None = None,
+             after: tuple[str, ...] = (), solo: bool = False) -> JudgeTask:
+        """Member ``member``'s vote on ``row`` in ``round_``, as the judge is asked for it (its request key made)."""
+        key = vote_key(member.judge_model, member.vendor, round_, body, self.config.judge)
+        return JudgeTask(row.row_id, round_, body, letters, rubric_hash=rubric, request_key=key, item_id=row.item_id,
+                         scale=scale, after=after, solo=solo, shadow=shadow, scrubbed=scrubbed or None)
+
+    def known(self, member: MemberSpec, task: JudgeTask) -> JudgeCallRecord | None:
+        """The vote's result without a call, if there is one: archived by this run (a resume), or another run's with
+        the same request key (``--reuse-from``; the copy is archived here)."""
+        archived = self._archived.get((task.row_id, member.vendor, task.round))
+        if archived is not None and archived.request_key == task.request_key:
             self.served_from_archive += 1
-            self._maybe_audit(member, row, archived, body, letters, rubric)
+            self._maybe_audit(member, archived, task)
             return archived
-        reuse = self._reusable.get(key)
+        reuse = self._reusable.get(task.request_key)
         if reuse is not None:
             source_run, record = reuse
-            copy = record.model_copy(update={"row_id": row.row_id, "peer_letters": letters, "reused_from": source_run,
-                                             "shadow": shadow})
+            copy = record.model_copy(update={"row_id": task.row_id, "peer_letters": task.peer_letters,
+                                             "reused_from": source_run, "shadow": task.shadow})
             self._on_record(copy)
             self.served_from_archive += 1
             return copy
-        task = JudgeTask(row.row_id, round_, body, letters, rubric_hash=rubric, request_key=key, item_id=row.item_id,
-                         scale=scale, after=after, solo=solo)
-        record = await self._ask(member, task)
-        if shadow:
+        return None
+
+    def received(self, member: MemberSpec, task: JudgeTask, record: JudgeCallRecord) -> JudgeCallRecord:
+        """A vote's answer, marked (a shadow vote, the names cut from the peers' reasons) and archived."""
+        if task.shadow:
             record = record.model_copy(update={"shadow": True})
-        if scrubbed:  # what the anonymiser cut from each peer's reason shown (archived: rescore counts it)
-            record = record.model_copy(update={"peers_scrubbed": scrubbed})
+        if task.scrubbed:  # what the anonymiser cut from each peer's reason shown (archived: rescore counts it)
+            record = record.model_copy(update={"peers_scrubbed": task.scrubbed})
         self._on_record(record)
-        if not shadow:
-            self._maybe_audit(member, row, record, body, letters, rubric)
+        if not task.shadow:
+            self._maybe_audit(member, record, task)
         return record
+
+    async def _vote(self, member: MemberSpec, task: JudgeTask) -> JudgeCallRecord:
+        known = self.known(member, task)
+        if known is not None:
+            return known
+        return self.received(member, task, await self._ask(member, task))
+
+    def _send(self, member: MemberSpec, task: JudgeTask) -> Awaitable[JudgeCallRecord]:
+        self.issued += 1
+        return self._pool.submit(member.vendor, task)
+
+    def _out(self, member: MemberSpec) -> int:
+        """A judge call's output bound (a reasoning judge's holds its reasoning too)."""
+        params = self.config.judge
+        return params.max_tokens + reasoning_headroom(member.judge_model, member.vendor, params)
 
     async def _ask(self, member: MemberSpec, task: JudgeTask) -> JudgeCallRecord:
         """One judge call through the pool (see :meth:`_paid`)."""
-        def send() -> Awaitable[JudgeCallRecord]:
-            self.issued += 1
-            return self._pool.submit(member.vendor, task)
+        return await self._paid(lambda: single_messages(task.round, task.body), self._out(member),
+                                member.judge_model, member.vendor, lambda: self._send(member, task))
 
-        params = self.config.judge  # a reasoning judge's bound holds its reasoning too
-        out = params.max_tokens + reasoning_headroom(member.judge_model, member.vendor, params)
-        return await self._paid(lambda: single_messages(task.round, task.body), out, member.judge_model,
-                                member.vendor, send)
+    async def sent(self, member: MemberSpec, task: JudgeTask) -> tuple[Awaitable[JudgeCallRecord], float]:
+        """The vote sent, without waiting for its answer: its future and the cost reserved for it, which the caller
+        settles (:meth:`settle`) once the answer is in. None is sent once the run is stopping."""
+        projected = await self._reserve(lambda: single_messages(task.round, task.body), self._out(member),
+                                        member.judge_model, member.vendor)
+        try:
+            return self._send(member, task), projected
+        except BaseException:
+            await self.budget.settle(projected, 0.0)
+            raise
+
+    async def _reserve(self, messages: Callable[[], list[dict[str, str]]], max_tokens: int, model: str,
+                       vendor: str) -> float:
+        if self.stop.requested:
+            raise Stopped(f"run stopping ({self.stop.reason})")
+        projected = self._projected(messages, max_tokens, model, vendor)
+        await self.budget.reserve(projected)
+        return projected
 
     async def _paid(self, messages: Callable[[], list[dict[str, str]]], max_tokens: int, model: str, vendor: str,
                     call: Callable[[], Awaitable[R]]) -> R:
         """One paid call, its projected cost held against the budget meanwhile (given back if the call
         fails); none once the run is stopping."""
-        if self.stop.requested:
-            raise Stopped(f"run stopping ({self.stop.reason})")
-        projected = self._projected(messages, max_tokens, model, vendor)
-        await self.budget.reserve(projected)
+        projected = await self._reserve(messages, max_tokens, model, vendor)
         try:
             record = await call()
         except BaseException:
@@ -418,17 +474,16 @@ class Coordinator:
         return record
 
     # -- batch audit ----------------------------------------------------------------------------------------
-    def _maybe_audit(self, member: MemberSpec, row: ResponseRow, record: JudgeCallRecord, body: str,
-                     letters: dict[str, str], rubric: str) -> None:
+    def _maybe_audit(self, member: MemberSpec, record: JudgeCallRecord, asked: JudgeTask) -> None:
         """Re-ask a seeded sample (``config.batch_audit``) of batched votes alone, in the background; the
         solo vote is archived with ``audit_of`` and never counted."""
-        key = (row.row_id, member.vendor, record.round)
+        key = (asked.row_id, member.vendor, record.round)
         if (record.batch_size < 2 or record.verdict is None or key in self._audited
                 or not audit_sampled(self.config.seed, key, self.config.batch_audit)):
             return
         self._audited.add(key)
-        task = JudgeTask(row.row_id, record.round, body, letters, rubric_hash=rubric, request_key=record.request_key,
-                         item_id=row.item_id, solo=True)
+        task = JudgeTask(asked.row_id, record.round, asked.body, asked.peer_letters, rubric_hash=asked.rubric_hash,
+                         request_key=record.request_key, item_id=asked.item_id, solo=True)
 
         async def audit() -> None:
             try:

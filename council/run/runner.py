@@ -561,6 +561,7 @@ async def _grade_here(
         on_row_done=None if on_progress is None else lambda _row: on_progress(1),
         extra_names=names, archived=archived, reusable=reusable, budget=budget, on_elicited=folder.append,
         archived_elicited=elicited, audited=audited, stop=stop, on_refused=refuse, on_row_graded=hooks.on_row_graded,
+        scratch_dir=folder.path,
     )
     rows = info.rows
     watch = asyncio.create_task(_watch_quota(pool, hooks)) if hooks.on_quota is not None else None

@@ -60,6 +60,8 @@ class JudgeTask:
     solo: bool = False
     scale: Scale | None = None
     after: tuple[str, ...] = ()  # a judge-v3 round two: the rows of its round-one request, in key order
+    shadow: bool = False  # the coordinator's: a shadow vote (``shadow_self``), archived and never counted
+    scrubbed: dict[str, int] | None = None  # the coordinator's: what the anonymiser cut from each peer's reason
 
 
 _Vote = tuple[str, str] | tuple[dict[str, int], str]  # (verdict, reason) or a graded item's (levels, reason)

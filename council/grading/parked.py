@@ -1,0 +1,357 @@
+"""Rows of a batch run, parked on disk while their votes wait in the providers' batches.
+
+A batch answers in minutes or hours, so a run through the batch APIs keeps tens of thousands of rows in flight
+(``batch.rows_in_flight``). Graded as a synchronous run grades them (a coroutine per row, one per vote), each row held
+its coroutines, itself and its round-one records while it waited: about 24 KB of Python heap a row. Here a row in
+flight is a slot of a few arrays: the row, and each of its votes' records as it comes in, are written to a scratch file
+and read back when the row moves on (its round one complete: to round two, or to its end; its round two complete: to
+its end). Per vote waiting there is its future and a small record of whom it is for.
+
+The protocol is the coordinator's, step for step (:meth:`Coordinator.panel`, :meth:`~Coordinator.first`,
+:meth:`~Coordinator.role`, :meth:`~Coordinator.seconds`, :meth:`~Coordinator.graded`); only the waiting differs. Three
+loops drive it: one starts rows (their round one) while there is room, one starts the round two of rows whose round one
+is complete, one takes the answers in (settles their cost, archives them, moves their row on). A vote that fails fails
+its row, which is not graded (a resume asks it again), and stops the run as on the synchronous path when the vendor
+cannot be used or the budget is spent.
+
+The scratch files are unlinked as soon as they are open: a killed run leaves nothing behind, and a file's space is
+given back once nothing in it is still needed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import tempfile
+from array import array
+from collections import deque
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from council.core.errors import ProviderUnavailable
+from council.core.schema import JudgeCallRecord, MemberSpec, ResponseRow
+from council.grading.budget import BudgetExhausted
+from council.grading.stop import Stopped
+from council.transport.judge import JudgeTask
+
+if TYPE_CHECKING:
+    from council.grading.coordinator import Coordinator
+
+
+class Scratch:
+    """Append-only scratch files: ``put`` gives where its bytes went, ``get`` reads them back, ``release`` says one
+    entry is no longer needed. A file takes up to ``file_bytes``; one whose entries are all released is closed."""
+
+    FILE_BITS = 32  # a location is file << FILE_BITS | offset
+
+    def __init__(self, folder: Path | None = None, file_bytes: int = 64 << 20) -> None:
+        self._folder = folder
+        self._file_bytes = file_bytes
+        self._fds: dict[int, int] = {}
+        self._live: dict[int, int] = {}  # file -> entries not released
+        self._current = -1
+        self._end = 0
+        self._open()
+
+    def _open(self) -> None:
+        self._current += 1
+        fd, path = tempfile.mkstemp(prefix="parked-", suffix=".tmp", dir=self._folder)
+        os.unlink(path)
+        self._fds[self._current] = fd
+        self._live[self._current] = 0
+        self._end = 0
+
+    def put(self, data: bytes) -> int:
+        if self._end >= self._file_bytes:
+            done = self._current
+            self._open()
+            if not self._live[done]:
+                self._close(done)
+        os.pwrite(self._fds[self._current], data, self._end)
+        where = self._current << self.FILE_BITS | self._end
+        self._end += len(data)
+        self._live[self._current] += 1
+        return where
+
+    def get(self, where: int, length: int) -> bytes:
+        return os.pread(self._fds[where >> self.FILE_BITS], length, where & ((1 << self.FILE_BITS) - 1))
+
+    def release(self, where: int) -> None:
+        file = where >> self.FILE_BITS
+        self._live[file] -= 1
+        if not self._live[file] and file != self._current:
+            self._close(file)
+
+    def _close(self, file: int) -> None:
+        os.close(self._fds.pop(file))
+        del self._live[file]
+
+    @property
+    def files(self) -> int:
+        return len(self._fds)
+
+    def close(self) -> None:
+        for fd in self._fds.values():
+            os.close(fd)
+        self._fds.clear()
+        self._live.clear()
+
+
+class _Waiting:
+    """A vote sent for a parked row: where its record goes, and what the coordinator needs to take its answer in."""
+
+    __slots__ = ("parked", "slot", "place", "member", "task", "projected")
+
+    def __init__(self, parked: ParkedRows, slot: int, place: int, member: MemberSpec, task: JudgeTask,
+                 projected: float) -> None:
+        self.parked = parked
+        self.slot = slot
+        self.place = place
+        self.member = member
+        self.task = task
+        self.projected = projected
+
+    def __call__(self, future: asyncio.Future[JudgeCallRecord]) -> None:
+        self.parked._arrived(self, future)
+
+
+class ParkedRows:
+    """Grades rows for ``coordinator`` with every row in flight parked in a slot; :meth:`run` returns once every row
+    is graded (or was dropped by a stop), or raises the first error that is not a stop."""
+
+    def __init__(self, coordinator: Coordinator, scratch_dir: Path | None = None, *, grow: int = 1024) -> None:
+        self._c = coordinator
+        seats = len(coordinator.config.roster)
+        self._first = 2 * seats  # round one's places: the panel, then the shadow seats
+        places = 1 + 3 * seats  # the row, round one's places, round two's (one per member)
+        self._where = np.zeros((grow, places), np.int64)
+        self._length = np.zeros((grow, places), np.int32)  # 0: nothing in this place
+        self._pending = np.zeros(grow, np.int32)  # votes the slot's round waits for, plus one while it is sending
+        self._round = np.zeros(grow, np.int8)
+        self._failed = np.zeros(grow, np.bool_)
+        self._used = 0  # slots ever taken
+        self._free = array("l")
+        self.in_flight = 0
+        self._scratch = Scratch(scratch_dir)
+        self._arrivals: deque[tuple[_Waiting, asyncio.Future[JudgeCallRecord]]] = deque()
+        self._ready: deque[int] = deque()  # slots whose round one is complete
+        self._fed = False
+        self._wakes = {name: asyncio.Event() for name in ("arrival", "ready", "room")}
+        self._over: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    async def run(self, rows: Iterator[ResponseRow]) -> None:
+        """Grade ``rows``; a stop ends the taking of new rows, rows in flight get ``stop.grace_s`` to finish and are
+        then abandoned (counted in the coordinator's ``abandoned``)."""
+        stop = self._c.stop
+        loops = [asyncio.create_task(self._feed(rows)), asyncio.create_task(self._collect()),
+                 asyncio.create_task(self._advance())]
+        for loop in loops:
+            loop.add_done_callback(self._loop_ended)
+        stop.on_request(self._wakes["room"].set)  # a feeder waiting for room stops waiting
+        stopping = asyncio.create_task(stop.wait())
+        try:
+            await asyncio.wait({self._over, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            if not self._over.done():
+                try:
+                    await asyncio.wait_for(asyncio.shield(self._over), stop.grace_s)
+                except TimeoutError:
+                    self._c.abandoned += self.in_flight
+                    return
+            self._over.result()
+        finally:
+            stopping.cancel()
+            for loop in loops:
+                loop.cancel()
+            await asyncio.gather(*loops, return_exceptions=True)
+            self._scratch.close()
+
+    def _loop_ended(self, loop: asyncio.Task[None]) -> None:
+        if not loop.cancelled() and loop.exception() is not None and not self._over.done():
+            self._over.set_exception(loop.exception())
+
+    # -- the three loops ---------------------------------------------------------------------------------------
+    async def _feed(self, rows: Iterator[ResponseRow]) -> None:
+        """Round one of each row, while there is room and the run is not stopping."""
+        c = self._c
+        try:
+            for row in rows:
+                while self.in_flight >= c.config.in_flight and not self._halted():
+                    await self._wait("room")
+                if self._halted():
+                    break
+                await self._start(row)
+        except (BudgetExhausted, Stopped, ProviderUnavailable) as exc:
+            self._stopped_by(exc)
+        finally:
+            self._fed = True
+            self._check_over()
+
+    async def _collect(self) -> None:
+        """Each answer as it comes in: its cost settled, its record archived and parked, its row moved on."""
+        while True:
+            while self._arrivals:
+                waiting, future = self._arrivals.popleft()
+                await self._arrive(waiting, future)
+            await self._wait("arrival")
+
+    async def _advance(self) -> None:
+        """Round two of each row whose round one is complete (or its end, where round two is skipped)."""
+        while True:
+            while self._ready:
+                slot = self._ready.popleft()
+                try:
+                    await self._second(slot)
+                except (BudgetExhausted, Stopped, ProviderUnavailable) as exc:
+                    self._stopped_by(exc)
+            await self._wait("ready")
+
+    async def _wait(self, name: str) -> None:
+        wake = self._wakes[name]
+        await wake.wait()
+        wake.clear()
+
+    def _halted(self) -> bool:
+        return self._c.budget.exhausted or self._c.stop.requested
+
+    def _stopped_by(self, exc: BaseException) -> None:
+        """A stop that ends the taking of new rows, as :meth:`Coordinator._work` reads it."""
+        c = self._c
+        if isinstance(exc, BudgetExhausted):
+            c.stop.request("budget")
+        elif isinstance(exc, ProviderUnavailable):
+            c.error = c.error or exc
+            c.stop.request("error", str(exc))
+
+    # -- a row's steps -----------------------------------------------------------------------------------------
+    async def _start(self, row: ResponseRow) -> None:
+        c = self._c
+        item, members, shadows, refused = c.panel(row)
+        if not members:
+            c.graded(row, [], refused is not None)
+            return
+        slot = self._take()
+        self._keep(slot, 0, row.model_dump_json().encode())
+        self._round[slot] = 1
+        await self._send(slot, 1, c.first(item, row, members, shadows))
+
+    async def _second(self, slot: int) -> None:
+        c = self._c
+        row = self._row(slot)
+        item, members, _, _ = c.panel(row)
+        round1 = {r.member: r for r in self._records(slot, 1, 1 + self._first) if not r.shadow}
+        role = await c.role(item, row, members, round1, None)
+        self._round[slot] = 2
+        await self._send(slot, 1 + self._first, [] if role == "skipped" else c.seconds(item, row, members, round1))
+
+    async def _send(self, slot: int, first_place: int, votes: list[tuple[MemberSpec, JudgeTask]]) -> None:
+        """Send a round's votes of the slot's row (a vote already answered, by the archive or another run, is parked
+        at once). The round is complete once every vote is sent and answered."""
+        c = self._c
+        self._pending[slot] = 1  # held while sending: answers that come in meanwhile do not complete the round
+        try:
+            for place, (member, task) in enumerate(votes, first_place):
+                known = c.known(member, task)
+                if known is not None:
+                    self._keep(slot, place, known.model_dump_json().encode())
+                    continue
+                sent, projected = await c.sent(member, task)
+                future = asyncio.ensure_future(sent)
+                self._pending[slot] += 1
+                future.add_done_callback(_Waiting(self, slot, place, member, task, projected))
+        except BaseException:
+            self._failed[slot] = True
+            raise
+        finally:
+            self._one_in(slot)
+
+    def _arrived(self, waiting: _Waiting, future: asyncio.Future[JudgeCallRecord]) -> None:
+        self._arrivals.append((waiting, future))
+        self._wakes["arrival"].set()
+
+    async def _arrive(self, waiting: _Waiting, future: asyncio.Future[JudgeCallRecord]) -> None:
+        c = self._c
+        failure = Stopped("cancelled") if future.cancelled() else future.exception()
+        record = None if failure is not None else future.result()
+        await c.budget.settle(waiting.projected, 0.0 if record is None else record.cost_usd)
+        if record is not None:
+            record = c.received(waiting.member, waiting.task, record)
+            self._keep(waiting.slot, waiting.place, record.model_dump_json().encode())
+        else:
+            assert failure is not None
+            self._failed[waiting.slot] = True
+            if not isinstance(failure, (BudgetExhausted, Stopped, ProviderUnavailable)):
+                raise failure  # the run fails, as a synchronous run's would
+            self._stopped_by(failure)
+        self._one_in(waiting.slot)
+
+    def _one_in(self, slot: int) -> None:
+        """One vote of the slot's round is in (or its sending is over): a complete round moves the row on."""
+        self._pending[slot] -= 1
+        if self._pending[slot]:
+            return
+        if self._failed[slot]:
+            self._give_back(slot)  # not graded: a resume asks its votes again
+        elif self._round[slot] == 1:
+            self._ready.append(slot)
+            self._wakes["ready"].set()
+        else:
+            self._end(slot)
+
+    def _end(self, slot: int) -> None:
+        row = self._row(slot)
+        first = [r for r in self._records(slot, 1, 1 + self._first) if not r.shadow]
+        second = self._records(slot, 1 + self._first, self._where.shape[1])
+        self._give_back(slot)
+        self._c.graded(row, [*first, *second], False)
+
+    # -- slots -------------------------------------------------------------------------------------------------
+    def _take(self) -> int:
+        if self._free:
+            slot = self._free.pop()
+        else:
+            slot = self._used
+            self._used += 1
+            if slot == len(self._pending):
+                self._grow()
+        self.in_flight += 1
+        return slot
+
+    def _grow(self) -> None:
+        more = len(self._pending)
+        self._where = np.concatenate([self._where, np.zeros_like(self._where[:more])])
+        self._length = np.concatenate([self._length, np.zeros_like(self._length[:more])])
+        self._pending = np.concatenate([self._pending, np.zeros(more, np.int32)])
+        self._round = np.concatenate([self._round, np.zeros(more, np.int8)])
+        self._failed = np.concatenate([self._failed, np.zeros(more, np.bool_)])
+
+    def _give_back(self, slot: int) -> None:
+        for place in np.flatnonzero(self._length[slot]):
+            self._scratch.release(int(self._where[slot, place]))
+        self._length[slot] = 0
+        self._failed[slot] = False
+        self._round[slot] = 0
+        self._free.append(slot)
+        self.in_flight -= 1
+        self._wakes["room"].set()
+        self._check_over()
+
+    def _keep(self, slot: int, place: int, data: bytes) -> None:
+        self._where[slot, place] = self._scratch.put(data)
+        self._length[slot, place] = len(data)
+
+    def _read(self, slot: int, place: int) -> bytes:
+        return self._scratch.get(int(self._where[slot, place]), int(self._length[slot, place]))
+
+    def _row(self, slot: int) -> ResponseRow:
+        return ResponseRow.model_validate_json(self._read(slot, 0), context={"vendor_map": self._c.config.vendor_map})
+
+    def _records(self, slot: int, start: int, stop: int) -> list[JudgeCallRecord]:
+        return [JudgeCallRecord.model_validate_json(self._read(slot, place))
+                for place in range(start, stop) if self._length[slot, place]]
+
+    def _check_over(self) -> None:
+        if self._fed and not self.in_flight and not self._over.done():
+            self._over.set_result(None)
