@@ -46,9 +46,10 @@ class Outcome:
     quota_stats: dict[str, dict]
     processes: dict[str, Any] | None = None
 
-
-NOT_GRADED = Outcome(0, 0, 0, 0, None, None, {})
-"""The outcome of a run stopped before its grading began."""
+    @classmethod
+    def not_graded(cls) -> Outcome:
+        """The outcome of a run stopped before its grading began."""
+        return cls(0, 0, 0, 0, None, None, {})
 
 
 async def grade(run: LoadedRun, provider_url: str, embedded: bool, hooks: RunHooks, stop: StopControl,

@@ -21,6 +21,10 @@ BACKENDS = ("ray", "local")
 
 @dataclass
 class RunRequest:
+    """A new run: the bank and the responses to grade (or ``rows`` already imported, or ``models`` to ask the
+    bank's items), where its folder goes, the judges' backend and provider (None: the embedded provider, with
+    ``sim_config``'s behaviour), the council's configuration, and other runs whose votes it may re-use."""
+
     bank: Path
     responses: Path
     runs_dir: Path = Path("runs")
@@ -40,6 +44,11 @@ class RunRequest:
 
 @dataclass
 class RunResult:
+    """A run's end: its folder, its summary (``summary.json``), the seconds its grading took, the embedded
+    provider's counters, the votes asked and those served from the archive, the budget and the stop switch, the
+    vendor that could not be used (when that stopped the run), a sharded run's processes, and where the time
+    went."""
+
     run_dir: Path
     summary: dict[str, Any]
     seconds: float

@@ -27,7 +27,7 @@ from pathlib import Path
 from council.core import logs
 from council.grading.stop import StopControl
 from council.run.checks import check_budget, check_request, check_shapes, check_shards, provider_endpoint
-from council.run.grade import NOT_GRADED, grade
+from council.run.grade import Outcome, grade
 from council.run.load import LoadedRun, RowsInfo, new_run, new_run_id, package_versions, read_inputs, reopen
 from council.run.load import reusable_votes, sim_behaviour
 from council.run.report import report_at_end, reports_off
@@ -101,7 +101,7 @@ async def _drive(run: LoadedRun, hooks: RunHooks, stop: StopControl | None) -> R
         services = Services.start(run.backend, run.ray_address, run.shards, embedded, run.manifest, run.items,
                                   run.info.read, timings)
         started = None  # when the grading began: the run's seconds are its grading's
-        outcome = NOT_GRADED
+        outcome = Outcome.not_graded()
         try:
             provider_url, started = await services.ready(stop, run.provider_url)
             if started is not None:
