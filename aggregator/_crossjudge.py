@@ -90,6 +90,9 @@ without a drawn model, is left out of that resample); a resample where the
 statistic is undefined is left out of its percentiles. Percentiles use
 numpy's linear interpolation. Undefined values are NaN in arrays and None in
 the dicts.
+
+The vectorised statistics over resamples are ``aggregator._resampled``; the
+group spread's bootstrap and permutation test, ``aggregator._target_spread``.
 """
 
 from __future__ import annotations
@@ -100,20 +103,20 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from ._bootstrap import (
-    _MEMORY_BUDGET,
     _as_index,
     _check_ci,
     _check_count,
     _check_seed,
     _chunk_size,
-    _percentile_interval,
     _weight_chunks,
 )
 from ._codes import plain
+from ._resampled import (
+    NOT_SAFE, SAFE, _interval, _kendall_rows, _masked_mean, _null_scale, _num, _quantile, _range, _safe_div,
+    _spearman_rows, _spread_reading,
+)
 from ._sensitivity import kendall_tau_b, spearman
-
-SAFE = "safe"
-NOT_SAFE = "not_safe"
+from ._target_spread import _group_spread
 
 _SCORE_SLACK = 1e-9
 """Points a score may stray outside [0, 100] (rounding in a weighted mean)."""
@@ -254,11 +257,6 @@ def _plain_tree(x):
     return plain(x)
 
 
-def _num(x) -> float | None:
-    """A statistic for a dict: a Python float, None where NaN."""
-    x = float(x)
-    return None if math.isnan(x) else x
-
 
 # ---------------------------------------------------------------------------
 # Input checks
@@ -295,115 +293,6 @@ def _as_groups(values) -> np.ndarray:
 def _model_seed(seed):
     return (*seed, 1) if isinstance(seed, tuple) else (seed, 1)
 
-
-# ---------------------------------------------------------------------------
-# Vectorised pieces
-
-
-def _masked_mean(x: np.ndarray, axis: int) -> np.ndarray:
-    ok = ~np.isnan(x)
-    n = ok.sum(axis=axis)
-    s = np.where(ok, x, 0.0).sum(axis=axis)
-    out = np.full(n.shape, np.nan)
-    np.divide(s, n, out=out, where=n > 0)
-    return out
-
-
-def _range(x: np.ndarray, axis: int = -1) -> np.ndarray:
-    """max - min over ``axis`` ignoring NaN; NaN with fewer than two defined values."""
-    ok = ~np.isnan(x)
-    hi = np.where(ok, x, -np.inf).max(axis=axis)
-    lo = np.where(ok, x, np.inf).min(axis=axis)
-    out = hi - lo
-    return np.where(ok.sum(axis=axis) >= 2, out, np.nan)
-
-
-def _rank_blocks(n: int) -> int:
-    """Resamples per block of the (b, n, n) rank-correlation work arrays."""
-    return max(1, _MEMORY_BUDGET // (8 * 8 * max(n, 1) ** 2))
-
-
-def _kendall_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Kendall's tau-b of every row pair (x[b], y[b]), shape (b, n) -> (b,), as ``kendall_tau_b``."""
-    n = x.shape[1]
-    out = np.full(x.shape[0], np.nan)
-    if n < 2:
-        return out
-    i, j = np.triu_indices(n, k=1)
-    ok = ~(np.isnan(x) | np.isnan(y))
-    for start in range(0, x.shape[0], _rank_blocks(n)):
-        sl = slice(start, start + _rank_blocks(n))
-        valid = ok[sl][:, i] & ok[sl][:, j]
-        with np.errstate(invalid="ignore"):
-            sx = np.where(valid, np.sign(x[sl][:, i] - x[sl][:, j]), 0.0)
-            sy = np.where(valid, np.sign(y[sl][:, i] - y[sl][:, j]), 0.0)
-        pairs = valid.sum(axis=1)
-        free_x = pairs - (valid & (sx == 0)).sum(axis=1)
-        free_y = pairs - (valid & (sy == 0)).sum(axis=1)
-        den = np.sqrt(free_x.astype(np.float64)) * np.sqrt(free_y.astype(np.float64))
-        tau = np.full(den.shape, np.nan)
-        np.divide((sx * sy).sum(axis=1), den, out=tau, where=den > 0)
-        out[sl] = np.clip(tau, -1.0, 1.0)
-    return out
-
-
-def _spearman_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Spearman's rho of every row pair (x[b], y[b]), shape (b, n) -> (b,), as ``spearman``."""
-    n = x.shape[1]
-    out = np.full(x.shape[0], np.nan)
-    if n < 2:
-        return out
-    ok = ~(np.isnan(x) | np.isnan(y))
-    for start in range(0, x.shape[0], _rank_blocks(n)):
-        sl = slice(start, start + _rank_blocks(n))
-        m = ok[sl]
-        count = m.sum(axis=1)
-        centred = []
-        for v in (x[sl], y[sl]):
-            # rank = (# valid values below) + ((# valid values equal, itself included) + 1) / 2
-            below = ((v[:, None, :] < v[:, :, None]) & m[:, None, :]).sum(axis=2)
-            equal = ((v[:, None, :] == v[:, :, None]) & m[:, None, :]).sum(axis=2)
-            rank = below + (equal + 1) / 2.0
-            centred.append(np.where(m, rank - ((count + 1) / 2.0)[:, None], 0.0))
-        dx, dy = centred
-        den = np.sqrt((dx * dx).sum(axis=1) * (dy * dy).sum(axis=1))
-        rho = np.full(den.shape, np.nan)
-        np.divide((dx * dy).sum(axis=1), den, out=rho, where=(den > 0) & (count >= 2))
-        out[sl] = np.clip(rho, -1.0, 1.0)
-    return out
-
-
-def _segment_range(x: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """Per row of x (b, K) and per segment [starts[g], starts[g+1]): max - min ignoring NaN,
-    NaN with fewer than two defined values; shape (b, G)."""
-    ok = ~np.isnan(x)
-    hi = np.maximum.reduceat(np.where(ok, x, -np.inf), starts, axis=1)
-    lo = np.minimum.reduceat(np.where(ok, x, np.inf), starts, axis=1)
-    count = np.add.reduceat(ok.astype(np.int64), starts, axis=1)
-    return np.where(count >= 2, hi - lo, np.nan)
-
-
-def _null_scale(W: np.ndarray, n: int) -> np.ndarray:
-    """Per resample (row of the count matrix W over n units): sqrt(n / sum_j (w_j - 1)^2), NaN if 0."""
-    size = ((W - 1.0) ** 2).sum(axis=1)
-    out = np.full(W.shape[0], np.nan)
-    np.divide(float(n), size, out=out, where=size > 0)
-    return np.sqrt(out)
-
-
-def _quantile(samples: np.ndarray, q: float) -> float:
-    s = samples[~np.isnan(samples)]
-    return float(np.percentile(s, 100.0 * q)) if s.size else math.nan
-
-
-def _interval(samples: np.ndarray, ci: float) -> tuple[np.ndarray, np.ndarray]:
-    return _percentile_interval(samples.reshape(samples.shape[0], -1), ci)
-
-
-def _spread_reading(value: float, null_high: float, min_spread: float) -> str | None:
-    if math.isnan(value) or math.isnan(null_high):
-        return None
-    return NOT_SAFE if value > null_high and value >= min_spread else SAFE
 
 
 # ---------------------------------------------------------------------------
@@ -639,98 +528,3 @@ def crossjudge(
         seed=seed,
         ci=ci,
     )
-
-
-def _safe_div(num, den) -> np.ndarray:
-    out = np.full(np.broadcast_shapes(np.shape(num), np.shape(den)), np.nan, dtype=np.float64)
-    np.divide(num, den, out=out, where=np.asarray(den) != 0)
-    return out
-
-
-def group_permutations(rng: np.random.Generator, b: int, n_models: int, group_of_column: np.ndarray) -> np.ndarray:
-    """(b, n_models, K) column orders: each model's columns shuffled among the columns of their own group
-    (``group_of_column`` (K,), non-decreasing), independently per model and per permutation."""
-    keys = rng.random((b, n_models, group_of_column.size)) + group_of_column[None, None, :]
-    return np.argsort(keys, axis=2, kind="stable")
-
-
-def _permuted_spreads(S: np.ndarray, C: np.ndarray, group_of_column: np.ndarray, starts: np.ndarray, n: int,
-                      rng: np.random.Generator) -> np.ndarray:
-    """The mean within-group spread of the items' mean deltas under ``n`` permutations that move each model's
-    (sum, count) cells among its group's items: the spread with no target preference."""
-    n_mp, n_kg = S.shape
-    out = np.empty(n)
-    chunk = max(1, min(n, _MEMORY_BUDGET // (8 * 6 * n_mp * n_kg)))
-    for start in range(0, n, chunk):
-        order = group_permutations(rng, min(chunk, n - start), n_mp, group_of_column)
-        e_perm = _safe_div(np.take_along_axis(S[None], order, axis=2).sum(axis=1),
-                           np.take_along_axis(C[None], order, axis=2).sum(axis=1))
-        out[start:start + order.shape[0]] = _masked_mean(_segment_range(e_perm, starts), axis=1)
-    return out
-
-
-def _group_spread(delta, model_pos, groups, row_item, n_mp, n_resamples, seed, ci, t, chunk):
-    """The ``group_spread`` dict (None without a group of two items with paired rows).
-
-    ``delta``, ``model_pos`` (compressed model index) and ``row_item`` are per
-    paired row; ``groups`` is ``group_of_item``.
-    """
-    items = np.unique(row_item)
-    items = items[groups[items] >= 0]
-    order = np.lexsort((items, groups[items]))
-    items = items[order]
-    _, per_group = np.unique(groups[items], return_counts=True)
-    keep_group = per_group >= 2
-    if not keep_group.any():
-        return None
-    items = items[np.repeat(keep_group, per_group)]
-    n_g = int(keep_group.sum())
-    n_kg = items.size
-    starts = np.concatenate([[0], np.cumsum(per_group[keep_group])[:-1]]).astype(np.intp)
-    column = np.full(groups.shape[0], -1, dtype=np.int64)
-    column[items] = np.arange(n_kg)
-    col = column[row_item]
-    sel = col >= 0
-    cell = model_pos[sel] * n_kg + col[sel]
-    S = np.bincount(cell, weights=delta[sel], minlength=n_mp * n_kg).reshape(n_mp, n_kg)
-    C = np.bincount(cell, minlength=n_mp * n_kg).astype(np.float64).reshape(n_mp, n_kg)
-
-    e = S.sum(axis=0) / C.sum(axis=0)
-    value = float(_segment_range(e[None, :], starts)[0].mean())
-    out = {
-        "value": value,
-        "low": None,
-        "high": None,
-        "null_high": None,
-        "groups": n_g,
-        "reading": None,
-        "rule": (
-            f"not safe when the mean within-group spread of the items' mean deltas exceeds the upper "
-            f"end of its no-preference interval (null_high: the {ci:g} quantile of that spread when each "
-            f"model's deltas are shuffled among the items of each group, {n_resamples} times) and is at "
-            f"least {t.min_spread:g} points; safe otherwise; no reading with fewer than two models"
-        ),
-    }
-    if n_mp < 2:
-        return out
-    s_spread = np.empty(n_resamples)
-    rng = np.random.default_rng(seed)
-    if chunk is None:
-        # e_star, its deviations and the masked copies: about eight (b, n_kg) float64 arrays.
-        chunk = max(1, min(n_resamples, _MEMORY_BUDGET // (8 * 8 * n_kg)))
-    start = 0
-    for U in _weight_chunks(rng, n_mp, n_resamples, chunk):
-        stop = start + U.shape[0]
-        s_spread[start:stop] = _masked_mean(_segment_range(_safe_div(U @ S, U @ C), starts), axis=1)
-        start = stop
-    group_of_column = np.repeat(np.arange(n_g), per_group[keep_group])
-    s_null = _permuted_spreads(S, C, group_of_column, starts, n_resamples, np.random.default_rng(rng.integers(2**63)))
-    lo, hi = (float(v[0]) for v in _interval(s_spread, ci))
-    null_high = _quantile(s_null, ci)
-    out.update(
-        low=_num(lo),
-        high=_num(hi),
-        null_high=_num(null_high),
-        reading=_spread_reading(value, null_high, t.min_spread),
-    )
-    return out

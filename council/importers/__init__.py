@@ -32,7 +32,8 @@ from council.core.errors import ConfigError, InputError
 from council.core.schema import BankItem
 from council.core.vendors import mapped_vendor, model_from_model_args, normalize_model_id, resolve_vendor
 from council.importers import _inspect, _jsonl, _lm_eval, _openai_evals, _overlooked
-from council.importers._core import Candidate, ImportResult, collect
+from council.importers._candidate import Candidate
+from council.importers._core import ImportResult, collect
 from council.importers._ids import IdPolicy, load_id_map
 from council.protocol.config import read_json_object
 

@@ -1,8 +1,8 @@
 """What every importer shares: turning candidates into rows, and reporting the rest.
 
-A format module reads its file and yields :class:`Candidate` records, each with its location in the file
-(a line number, or a JSON path such as ``samples[3]``) and the ResponseRow fields it could find, plus the
-problems it already saw. :func:`collect` then finds the bank id (``council.importers._ids``), applies the
+A format module reads its file and yields ``Candidate`` records (``council.importers._candidate``), each with
+its location in the file (a line number, or a JSON path such as ``samples[3]``) and the ResponseRow fields it
+could find, plus the problems it already saw. :func:`collect` then finds the bank id (``council.importers._ids``), applies the
 ``model`` override, resolves the vendor, validates the row against the wire schema, checks the item against
 the bank and drops duplicates. Every record that does not become a row is reported as
 ``"{file}:{location}: {field}: {problem}"`` and counted in ``skipped``; the good ones are kept. When most
@@ -13,15 +13,15 @@ records name no bank item, one more ``"{file}: ..."`` problem says how to map th
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 from pydantic import ValidationError
 
-from bank._loader import _json_type, _loc, _message
+from bank._loader import _loc, _message
 from council.core.errors import VendorConflictError
 from council.core.schema import BankItem, ResponseRow
 from council.core.vendors import row_vendor
+from council.importers._candidate import Candidate, non_blank
 from council.importers._ids import HINT, IdPolicy, IdResolver
 
 
@@ -36,42 +36,6 @@ class ImportResult:
     ids: str = ""  # how the bank ids were found (the format's own id, --id-field, --id-map or --match-prompt)
 
 
-@dataclass
-class Candidate:
-    """One record of a foreign file, on its way to becoming a ResponseRow.
-
-    ``fields`` uses ResponseRow's names. ``vendor_hint`` is a vendor the record itself states (the
-    ``stated`` vendor of :func:`council.core.vendors.row_vendor`: used when the model id resolves to no vendor,
-    an error when it contradicts the model's vendor). ``variant`` marks a record that legitimately repeats
-    another one (lm-evaluation-harness writes a sample once per filter): a repeat with a different variant
-    and the same response is folded into the first silently instead of being reported as a duplicate.
-
-    For finding the bank id (``council.importers._ids``): the reader puts the record's own id in
-    ``fields["item_id"]`` (or leaves it out and says why in ``id_issue``), the raw ``record`` for
-    ``--id-field``, and the record's input texts in ``prompts`` for ``--match-prompt`` (None: the format holds
-    no prompt; ``prompt_field`` names where they came from). ``epoch`` (one of several epochs) makes the row id
-    ``{item_id}::{model}#e{epoch}``.
-    """
-
-    loc: str
-    fields: dict[str, Any] = field(default_factory=dict)
-    issues: list[tuple[str, str]] = field(default_factory=list)
-    vendor_hint: str | None = None
-    variant: str | None = None
-    dup_field: str = "item_id"
-    record: Any = None
-    prompts: list[str] | None = None
-    prompt_field: str = "input"
-    id_issue: tuple[str, str] | None = None
-    epoch: int | None = None
-    unmapped: bool = False  # an id map is in use and does not name this record's id
-    remapped: bool = False  # the id map or the prompt gave this record's bank id
-
-    def issue(self, field_name: str, message: str) -> Candidate:
-        self.issues.append((field_name, message))
-        return self
-
-
 def problem(name: str, loc: str, field_name: str, message: str) -> str:
     return f"{name}:{loc}: {field_name}: {message}"
 
@@ -80,61 +44,6 @@ def where(loc: str) -> str:
     """How a location reads inside a sentence: ``line 3`` or ``samples[3]``."""
     return f"line {loc}" if loc.isdigit() else loc
 
-
-def not_an_object(loc: str, value: Any) -> Candidate:
-    return Candidate(loc).issue("-", f"expected a JSON object, got {_json_type(value)}")
-
-
-def text_of(value: Any) -> str | None:
-    """A response text: a string, or the text parts of a list of content parts joined by newlines."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list):
-        texts = [
-            part["text"] if isinstance(part, dict) else part
-            for part in value
-            if (isinstance(part, dict) and part.get("type", "text") == "text" and isinstance(part.get("text"), str))
-            or isinstance(part, str)
-        ]
-        return "\n".join(texts) if texts else None
-    return None
-
-
-def prompt_texts(value: Any) -> list[str]:
-    """The texts a record's input may be matched by: a string itself; for a list of chat messages, its user
-    messages' texts joined by newlines, and the last one alone (a list of no user message, such as the single
-    system message OpenAI evals makes of a plain prompt: all its messages' texts)."""
-    if isinstance(value, str):
-        return [value]
-    if not isinstance(value, list):
-        return []
-    messages = [m for m in value if isinstance(m, dict)]
-    users = [text_of(m.get("content")) for m in messages if m.get("role", "user") == "user"]
-    texts = [t for t in users if t] or [t for t in (text_of(m.get("content")) for m in messages) if t]
-    return list(dict.fromkeys(["\n".join(texts), texts[-1]])) if texts else []
-
-
-def scalar_id(value: Any) -> str | None:
-    """A record id as a string: a non-blank string or an integer (not a boolean), else None."""
-    if isinstance(value, bool) or not isinstance(value, (str, int)):
-        return None
-    return str(value).strip() or None
-
-
-def dig(obj: Any, *path: str | int) -> Any:
-    """``obj[p0][p1]...`` or None as soon as a step is missing or of the wrong kind."""
-    for step in path:
-        if isinstance(step, int):
-            if not isinstance(obj, list) or not -len(obj) <= step < len(obj):
-                return None
-        elif not isinstance(obj, dict):
-            return None
-        obj = obj[step] if isinstance(step, int) else obj.get(step)
-    return obj
-
-
-def non_blank(value: Any) -> str | None:
-    return value.strip() if isinstance(value, str) and value.strip() else None
 
 
 def collect(

@@ -25,7 +25,7 @@ from council.core.errors import ConfigError
 from council.core.schema import BankItem
 
 if TYPE_CHECKING:
-    from council.importers._core import Candidate
+    from council.importers._candidate import Candidate
 
 HINT = ("say where the bank id is: --id-field FIELD (the record field that holds it, e.g. metadata.item_id), "
         "--id-map FILE (JSON or CSV: record id -> bank id) or --match-prompt (match each record to the bank item "

@@ -35,7 +35,7 @@ import zipfile
 from collections.abc import Iterator
 from typing import Any
 
-from council.importers._core import Candidate, dig, non_blank, not_an_object, prompt_texts, scalar_id, text_of
+from council.importers._candidate import Candidate, dig, non_blank, not_an_object, prompt_texts, scalar_id, text_of
 from council.importers._read import NOTHING, document_issue, json_document, read_bytes
 from council.importers._zip import ERRORS, read_member
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from council.importers._core import Candidate
+from council.importers._candidate import Candidate
 from council.importers._read import jsonl_candidates
 
 ID_SOURCE = "item_id"

@@ -38,7 +38,7 @@ from typing import Any
 import orjson
 
 from council.core.vendors import model_from_model_args
-from council.importers._core import Candidate, dig, non_blank, prompt_texts, scalar_id
+from council.importers._candidate import Candidate, dig, non_blank, prompt_texts, scalar_id
 from council.importers._read import document_issue, jsonl_candidates, read_bytes
 
 ID_SOURCE = "doc.item_id, else doc.id, else doc_id"

@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from council.importers._core import Candidate, dig, non_blank, not_an_object, prompt_texts, scalar_id
+from council.importers._candidate import Candidate, dig, non_blank, not_an_object, prompt_texts, scalar_id
 from council.importers._read import lenient_lines, read_bytes
 
 ID_SOURCE = "data.item_id, else data.id, else sample_id"

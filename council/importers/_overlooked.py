@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from council.importers._core import Candidate, dig, non_blank, not_an_object, prompt_texts, text_of
+from council.importers._candidate import Candidate, dig, non_blank, not_an_object, prompt_texts, text_of
 from council.importers._read import NOTHING, document_issue, json_document, lenient_lines, read_bytes
 
 ID_SOURCE = "item_id"

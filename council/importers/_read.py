@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from bank._loader import json_lines, utf8_problem
-from council.importers._core import Candidate, not_an_object
+from council.importers._candidate import Candidate, not_an_object
 
 _BOM = b"\xef\xbb\xbf"
 _GZIP_MAGIC = b"\x1f\x8b"

@@ -26,6 +26,11 @@ def number(value: Any) -> float | None:
     return value if math.isfinite(value) else None
 
 
+def as_dict(value: Any) -> dict[str, Any]:
+    """A JSON object as it is, anything else (absent, null, another type) as an empty one."""
+    return value if isinstance(value, dict) else {}
+
+
 def real(value: Any) -> float:
     """A JSON number as float, NaN for anything else (0 stays 0)."""
     v = number(value)

@@ -1,4 +1,7 @@
-"""The report's sections, each from the summary (and, where the summary lacks the numbers, the run's files).
+"""The report's sections, each from the summary (and, where the summary lacks the numbers, the run's files), in
+their order (``SECTIONS``). Here the sections on the grading's results (leaderboard, grader rules, votes moving,
+agreement, herding, calibration); those on how the run went (quota, diagnostics, provenance, cross-judge
+reports) are :mod:`council.report.run_sections`.
 
 A section whose data is absent keeps its heading and says in one line why it is left out.
 """
@@ -9,13 +12,13 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import orjson
 
 from council.report import figures as F
 from council.report import reading
 from council.report.markup import (
     Section,
     absent,
+    as_dict,
     cell,
     count,
     descending,
@@ -30,12 +33,10 @@ from council.report.markup import (
     slug,
     table,
 )
+from council.report.run_sections import crossjudge, diagnostics, provenance, quota
+from council.report.svg import BLACK, ORANGE, render, series
 
 Ctx = reading.RunData
-
-
-def _d(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
 
 
 def _summary(ctx: Ctx) -> dict[str, Any]:
@@ -57,19 +58,19 @@ def _by_score(models: dict[str, dict[str, Any]], key: str = "score") -> list[str
 def leaderboard(ctx: Ctx) -> Section:
     s = _summary(ctx)
     parts: list[str] = []
-    every = {m: v for m, v in _d(s.get("models")).items() if isinstance(v, dict)}
+    every = {m: v for m, v in as_dict(s.get("models")).items() if isinstance(v, dict)}
     models = {m: v for m, v in every.items() if number(v.get("score")) is not None}
-    ci = _models_in(_d(_d(s.get("uncertainty")).get("scores")))
+    ci = _models_in(as_dict(as_dict(s.get("uncertainty")).get("scores")))
     if models:
         parts.append(_binary_board(s, models, ci))
         unscored = sorted(set(every) - set(models))
         if unscored:
             parts.append(f'<p class="note">Not on the board, no correct / incorrect row graded: '
                          f'{esc(", ".join(unscored))}.</p>')
-    scales = _d(s.get("scales"))
+    scales = as_dict(s.get("scales"))
     taken: set[str] = set()
     for name in sorted(scales):
-        parts.append(_scale_board(name, _d(scales[name]), slug(name, taken)))
+        parts.append(_scale_board(name, as_dict(scales[name]), slug(name, taken)))
     if not parts:
         why = "no row was graded yet" if not s else "no model has a score (no row was graded)"
         return Section("sec-leaderboard", "Leaderboard", absent(why))
@@ -79,7 +80,7 @@ def leaderboard(ctx: Ctx) -> Section:
 
 
 def _binary_board(s: dict[str, Any], models: dict[str, dict[str, Any]], ci: dict[str, dict[str, Any]]) -> str:
-    adjacent_list = [a for a in _d(_d(s.get("uncertainty")).get("scores")).get("adjacent", []) if isinstance(a, dict)]
+    adjacent_list = [a for a in as_dict(as_dict(s.get("uncertainty")).get("scores")).get("adjacent", []) if isinstance(a, dict)]
     chain = [adjacent_list[0].get("higher")] + [a.get("lower") for a in adjacent_list] if adjacent_list else []
     # The bootstrap's own order (ties broken as it broke them), so each row's P(above next) is about the next row.
     order = chain if sorted(map(str, chain)) == sorted(models) else _by_score(models)
@@ -89,10 +90,10 @@ def _binary_board(s: dict[str, Any], models: dict[str, dict[str, Any]], ci: dict
              "high": 100 * real(ci.get(m, {}).get("ci_high")),
              "round1": 100 * real(models[m].get("score_round1")),
              "truth": 100 * real(models[m].get("true_score"))} for m in order]
-    extra = [("round1", "round one (blind)", F.ORANGE, "D")]
+    extra = [("round1", "round one (blind)", ORANGE, "D")]
     if has_truth:
-        extra.append(("truth", "true score (simulation's ground truth)", F.BLACK, "x"))
-    svg = F.render(lambda: F.leaderboard(rows, xlabel="score: % of the model's graded rows judged correct",
+        extra.append(("truth", "true score (simulation's ground truth)", BLACK, "x"))
+    svg = render(lambda: F.leaderboard(rows, xlabel="score: % of the model's graded rows judged correct",
                                          extra=extra), "fig-leaderboard")
     top = order[0]
     top_low = number(ci.get(top, {}).get("ci_low"))
@@ -101,11 +102,11 @@ def _binary_board(s: dict[str, Any], models: dict[str, dict[str, Any]], ci: dict
     if reach:
         text += (f" {len(reach)} other model{'s' if len(reach) > 1 else ''}’ intervals reach its lower bound: "
                  "their order against it is not settled by this run.")
-    gold = _d(s.get("accuracy_vs_gold"))
+    gold = as_dict(s.get("accuracy_vs_gold"))
     if number(gold.get("council")) is not None:
         best = gold.get("best_member_round1")
-        diff = _d(gold.get("council_minus_best_member"))
-        cc = _d(gold.get("council_ci"))
+        diff = as_dict(gold.get("council_minus_best_member"))
+        cc = as_dict(gold.get("council_ci"))
         text += (f" Against the ground truth the council is right on {pct(gold['council'])} of rows "
                  f"{interval(cc.get('ci_low'), cc.get('ci_high'), scale=100)}"
                  + (f"; minus its strongest member ({esc(best)}) on the {count(diff.get('rows'))} rows that member "
@@ -123,7 +124,7 @@ def _binary_board(s: dict[str, Any], models: dict[str, dict[str, Any]], ci: dict
                      *([cell(pct(v.get("true_score")))] if has_truth else []), cell(count(v.get("rows"))),
                      cell(count(v.get("not_graded")), "hi" if (number(v.get("not_graded")) or 0) > 0 else ""),
                      cell(pct(nxt.get("p_higher_outranks"), 0) if nxt else "—")])
-    n_res = _d(s.get("uncertainty")).get("scores", {}).get("n_resamples")
+    n_res = as_dict(s.get("uncertainty")).get("scores", {}).get("n_resamples")
     caption = ("Council score per model (dot) with its 95% percentile-bootstrap interval over items "
                f"({count(n_res)} resamples, paired across models; bar), round one's blind majority (open diamond)"
                + (" and the simulation's true score (cross)" if has_truth else "") + ". Best first.")
@@ -133,9 +134,9 @@ def _binary_board(s: dict[str, Any], models: dict[str, dict[str, Any]], ci: dict
 
 
 def _scale_board(name: str, scale: dict[str, Any], fid: str) -> str:
-    models = {m: v for m, v in _d(scale.get("models")).items() if isinstance(v, dict)
+    models = {m: v for m, v in as_dict(scale.get("models")).items() if isinstance(v, dict)
               and number(v.get("score")) is not None}
-    dims = sorted(_d(scale.get("dimensions")), key=lambda d: (-(number(scale["dimensions"][d]) or 0), d))
+    dims = sorted(as_dict(scale.get("dimensions")), key=lambda d: (-(number(scale["dimensions"][d]) or 0), d))
     levels = [str(x) for x in scale.get("levels", []) if isinstance(x, str)]
     weights = ", ".join(f"{d} {fmt(scale['dimensions'][d], 2)}" for d in dims)
     title = (f"<h3>Graded scale “{esc(name)}”</h3>"
@@ -146,11 +147,11 @@ def _scale_board(name: str, scale: dict[str, Any], fid: str) -> str:
         return title + absent(f"no model has a score on the scale “{name}”")
     order = _by_score(models)
     rows = [{"name": m, "score": models[m]["score"], "low": models[m].get("ci_low"), "high": models[m].get("ci_high"),
-             **{f"dim:{d}": _d(_d(models[m].get("by_dimension")).get(d)).get("score") for d in dims}}
+             **{f"dim:{d}": as_dict(as_dict(models[m].get("by_dimension")).get(d)).get("score") for d in dims}}
             for m in order]
-    extra = [(f"dim:{d}", f"{d} (dimension)", F.series(k + 1)[0], F.series(k + 1)[1]) for k, d in enumerate(dims[:5])]
+    extra = [(f"dim:{d}", f"{d} (dimension)", series(k + 1)[0], series(k + 1)[1]) for k, d in enumerate(dims[:5])]
     fig_id = f"fig-scale-{fid}"
-    svg = F.render(lambda: F.leaderboard(rows, xlabel=f"score on “{name}” (0-100)", extra=extra), fig_id)
+    svg = render(lambda: F.leaderboard(rows, xlabel=f"score on “{name}” (0-100)", extra=extra), fig_id)
     top = order[0]
     text = (f"Top on “{esc(name)}”: <strong>{esc(top)}</strong> at {fmt(models[top]['score'], 1)} "
             f"{interval(models[top].get('ci_low'), models[top].get('ci_high'))}.")
@@ -158,7 +159,7 @@ def _scale_board(name: str, scale: dict[str, Any], fid: str) -> str:
     body = []
     for k, m in enumerate(order):
         v = models[m]
-        per = [_d(_d(v.get("by_dimension")).get(d)) for d in dims]
+        per = [as_dict(as_dict(v.get("by_dimension")).get(d)) for d in dims]
         body.append([cell(k + 1), cell(m), cell(fmt(v["score"], 1)), cell(interval(v.get("ci_low"), v.get("ci_high"))),
                      *[cell(f"{fmt(p.get('score'), 1)} {interval(p.get('ci_low'), p.get('ci_high'))}",
                             numeric=True) for p in per], cell(count(v.get("rows")))])
@@ -181,8 +182,8 @@ def _rule_order(rules: list[str]) -> list[str]:
 
 
 def grader_rules(ctx: Ctx) -> Section:
-    g = _d(_summary(ctx).get("grader_rules"))
-    scores = {r: _d(v) for r, v in _d(g.get("rules")).items()}
+    g = as_dict(_summary(ctx).get("grader_rules"))
+    scores = {r: as_dict(v) for r, v in as_dict(g.get("rules")).items()}
     if not scores or not any(number(x) is not None for v in scores.values() for x in v.values()):
         return Section("sec-rules", "Grader rules", absent(
             "no correct / incorrect rows were graded, so no alternative grader rule has scores"))
@@ -191,16 +192,16 @@ def grader_rules(ctx: Ctx) -> Section:
     models = [m for m in _by_score({m: {"score": v} for m, v in council.items()}) if number(council.get(m)) is not None]
     if not models:
         models = sorted({m for v in scores.values() for m in v})
-    taus = _d(g.get("kendall_tau_vs_council"))
-    change = _d(g.get("max_abs_change_vs_council"))
-    tops = _d(g.get("top_model"))
+    taus = as_dict(g.get("kendall_tau_vs_council"))
+    change = as_dict(g.get("max_abs_change_vs_council"))
+    tops = as_dict(g.get("top_model"))
     percent = {r: {m: (None if number(x) is None else 100 * number(x)) for m, x in v.items()} for r, v in scores.items()}
     # A rule "changes the top model" only where it scores the council's top model at all (single:V never
     # scores V's own vendor's models).
     council_top = tops.get("council")
     moved = {r: tops.get(r) != council_top and number(scores.get(r, {}).get(council_top)) is not None for r in rules}
     shown_tops = {r: (council_top if not moved[r] else tops.get(r)) for r in rules}
-    svg = F.render(lambda: F.rule_slopes(rules, models, percent, taus, shown_tops), "fig-rules")
+    svg = render(lambda: F.rule_slopes(rules, models, percent, taus, shown_tops), "fig-rules")
     others = [r for r in rules if r != "council"]
     keep = [r for r in others if not moved[r]]
     finite = [(number(taus.get(r)), r) for r in others if number(taus.get(r)) is not None]
@@ -234,13 +235,13 @@ def grader_rules(ctx: Ctx) -> Section:
 def _deliberated_rows(s: dict[str, Any]) -> str:
     """Which rows round two went to, when it did not go to every row (``--deliberate disputed``), and what the
     audit of the skipped rows says skipping them changed."""
-    d = _d(s.get("deliberation"))
+    d = as_dict(s.get("deliberation"))
     if d.get("mode") != "disputed":
         return ""
     done, skipped = int(number(d.get("rows_deliberated")) or 0), int(number(d.get("rows_skipped")) or 0)
     text = (f"Round two went only to rows whose round one was disputed: {done:,} rows deliberated, {skipped:,} "
             "kept their round-one verdict. The figures of this section are on the rows that deliberated. ")
-    audit = _d(d.get("audit"))
+    audit = as_dict(d.get("audit"))
     rows = int(number(audit.get("rows")) or 0)
     if rows:
         changed = int(number(audit.get("changed")) or 0)
@@ -254,10 +255,10 @@ def _deliberated_rows(s: dict[str, Any]) -> str:
 
 def member_flips(ctx: Ctx) -> Section:
     s = _summary(ctx)
-    flips = {m: _d(v) for m, v in _d(s.get("member_flips")).items()}
+    flips = {m: as_dict(v) for m, v in as_dict(s.get("member_flips")).items()}
     members = [m for m in s.get("members", []) if m in flips] + sorted(set(flips) - set(s.get("members", [])))
-    scales = _d(s.get("scales"))
-    scale_tables = "".join(_scale_moves(name, _d(scales[name])) for name in sorted(scales))
+    scales = as_dict(s.get("scales"))
+    scale_tables = "".join(_scale_moves(name, as_dict(scales[name])) for name in sorted(scales))
     rows_note = _deliberated_rows(s)
     if not members or not sum(int(number(flips[m].get("valid_both")) or 0) for m in members):
         return Section("sec-flips", "How votes moved between rounds", absent(
@@ -265,9 +266,9 @@ def member_flips(ctx: Ctx) -> Section:
     up = [int(number(flips[m].get("to_correct")) or 0) for m in members]
     down = [int(number(flips[m].get("to_incorrect")) or 0) for m in members]
     valid = [int(number(flips[m].get("valid_both")) or 0) for m in members]
-    svg = F.render(lambda: F.diverging_flips(members, up, down, valid), "fig-flips")
-    unc = _d(s.get("uncertainty"))
-    di, al = _d(unc.get("deliberation_impact")), _d(unc.get("agreement_lift"))
+    svg = render(lambda: F.diverging_flips(members, up, down, valid), "fig-flips")
+    unc = as_dict(s.get("uncertainty"))
+    di, al = as_dict(unc.get("deliberation_impact")), as_dict(unc.get("agreement_lift"))
     text = (f"{sum(up) + sum(down):,} of {sum(valid):,} votes changed in round two ({sum(up):,} to correct, "
             f"{sum(down):,} to incorrect). Deliberation impact {pct(s.get('deliberation_impact'))} "
             f"{interval(di.get('ci_low'), di.get('ci_high'), scale=100)}, agreement lift "
@@ -284,12 +285,12 @@ def member_flips(ctx: Ctx) -> Section:
 
 
 def _scale_moves(name: str, scale: dict[str, Any]) -> str:
-    di, al = _d(scale.get("deliberation_impact")), _d(scale.get("agreement_lift"))
-    dims = sorted(set(_d(di.get("by_dimension"))) | set(_d(al.get("by_dimension"))))
+    di, al = as_dict(scale.get("deliberation_impact")), as_dict(scale.get("agreement_lift"))
+    dims = sorted(set(as_dict(di.get("by_dimension"))) | set(as_dict(al.get("by_dimension"))))
     if not dims:
         return ""
-    body = [[cell(d), cell(pct(_d(di.get("by_dimension")).get(d))),
-             cell(fmt(_d(al.get("by_dimension")).get(d), 3, signed=True))] for d in dims]
+    body = [[cell(d), cell(pct(as_dict(di.get("by_dimension")).get(d))),
+             cell(fmt(as_dict(al.get("by_dimension")).get(d), 3, signed=True))] for d in dims]
     body.append([cell("all dimensions", "total"), cell(pct(di.get("moved")), "total"),
                  cell(fmt(al.get("lift"), 3, signed=True), "total")])
     return table(f"Graded scale “{esc(name)}”: share of levels that moved between rounds (mean move "
@@ -303,12 +304,12 @@ def _scale_moves(name: str, scale: dict[str, Any]) -> str:
 
 def agreement(ctx: Ctx) -> Section:
     s = _summary(ctx)
-    ag = _d(s.get("agreement"))
+    ag = as_dict(s.get("agreement"))
     members = [str(m) for m in s.get("members", [])]
     parts, rows = [], {}
     for round_ in ("round1", "round2"):
-        block = _d(ag.get(round_))
-        pairs = {p: _d(v) for p, v in _d(block.get("pairs")).items()}
+        block = as_dict(ag.get(round_))
+        pairs = {p: as_dict(v) for p, v in as_dict(block.get("pairs")).items()}
         if not any((number(v.get("n")) or 0) > 0 for v in pairs.values()):
             continue
         seen = [m for m in members if any(m in p.split("|") for p in pairs)]
@@ -317,7 +318,7 @@ def agreement(ctx: Ctx) -> Section:
         share = F.pair_matrix(seen, pairs, "percent_agreement")
         label = "round one (blind)" if round_ == "round1" else "round two (after seeing peers)"
         fid = f"fig-agreement-{round_}"
-        svg = F.render(lambda seen=seen, kappa=kappa, share=share, label=label:
+        svg = render(lambda seen=seen, kappa=kappa, share=share, label=label:
                        F.agreement_heatmap(seen, kappa, share, label), fid)
         ns = sorted({int(number(v.get("n")) or 0) for v in pairs.values()})
         parts.append(figure(fid, svg, (
@@ -326,22 +327,22 @@ def agreement(ctx: Ctx) -> Section:
             f"{fmt(block.get('fleiss_kappa'), 3)}, Krippendorff's α {fmt(block.get('krippendorff_alpha'), 3)}.")))
         for p, v in pairs.items():
             rows.setdefault(p, {})[round_] = v
-    scales = _d(s.get("scales"))
+    scales = as_dict(s.get("scales"))
     taken: set[str] = set()
-    scale_parts = [_scale_agreement(name, _d(scales[name]), members, slug(name, taken)) for name in sorted(scales)]
+    scale_parts = [_scale_agreement(name, as_dict(scales[name]), members, slug(name, taken)) for name in sorted(scales)]
     if not parts and not any(scale_parts):
         return Section("sec-agreement", "Agreement between members", absent(
             "no pair of members judged the same rows"))
     body = ""
     if parts:
-        r1, r2 = _d(ag.get("round1")), _d(ag.get("round2"))
+        r1, r2 = as_dict(ag.get("round1")), as_dict(ag.get("round2"))
         text = (f"Fleiss' κ {fmt(r1.get('fleiss_kappa'), 3)} in round one, {fmt(r2.get('fleiss_kappa'), 3)} in round "
                 "two: " + ("members agree more after deliberation." if (number(r2.get("fleiss_kappa")) or 0)
                            > (number(r1.get("fleiss_kappa")) or 0) else "deliberation did not raise agreement."))
         table_rows = [[cell(p.replace("|", " · ")),
-                       *[cell(x) for r in ("round1", "round2") for x in (fmt(_d(rows[p].get(r)).get("cohens_kappa"), 3),
-                                                                          pct(_d(rows[p].get(r)).get("percent_agreement")))],
-                       cell(count(max((number(_d(rows[p].get(r)).get("n")) or 0) for r in ("round1", "round2"))))]
+                       *[cell(x) for r in ("round1", "round2") for x in (fmt(as_dict(rows[p].get(r)).get("cohens_kappa"), 3),
+                                                                          pct(as_dict(rows[p].get(r)).get("percent_agreement")))],
+                       cell(count(max((number(as_dict(rows[p].get(r)).get("n")) or 0) for r in ("round1", "round2"))))]
                       for p in sorted(rows)]
         body = (lead(text) + '<div class="pair">' + "".join(parts) + "</div>"
                 + table("Agreement per member pair.", ["pair", "κ round one", "% round one", "κ round two",
@@ -350,7 +351,7 @@ def agreement(ctx: Ctx) -> Section:
 
 
 def _scale_agreement(name: str, scale: dict[str, Any], members: list[str], fid: str) -> str:
-    rel = {d: _d(v) for d, v in _d(scale.get("reliability")).items()}
+    rel = {d: as_dict(v) for d, v in as_dict(scale.get("reliability")).items()}
     dims = sorted(rel)
     rounds = [r for r in ("round1", "round2") if any(r in rel[d] for d in dims)]
     if not dims or not rounds:
@@ -358,22 +359,22 @@ def _scale_agreement(name: str, scale: dict[str, Any], members: list[str], fid: 
     matrices, seen = {}, []
     for d in dims:
         for r in rounds:
-            pairs = _d(_d(rel[d].get(r)).get("kappa_quadratic"))
+            pairs = as_dict(as_dict(rel[d].get(r)).get("kappa_quadratic"))
             seen += [x for p in pairs for x in p.split("|") if x not in seen]
     order = [m for m in members if m in seen] + sorted(set(seen) - set(members))
     for d in dims:
         for r in rounds:
-            matrices[(d, r)] = F.pair_matrix(order, _d(_d(rel[d].get(r)).get("kappa_quadratic")), "value")
+            matrices[(d, r)] = F.pair_matrix(order, as_dict(as_dict(rel[d].get(r)).get("kappa_quadratic")), "value")
     out = f"<h3>Graded scale “{esc(name)}”</h3>"
     if order and any(np.isfinite(m).any() for m in matrices.values()):
         fig_id = f"fig-scale-{fid}-agreement"
-        svg = F.render(lambda: F.scale_kappa_grid(order, dims, rounds, matrices), fig_id)
+        svg = render(lambda: F.scale_kappa_grid(order, dims, rounds, matrices), fig_id)
         out += figure(fig_id, svg, f"Quadratic-weighted κ per member pair on “{esc(name)}”, a row per dimension, "
                                    "a column per round.")
     body = []
     for d in dims:
         for r in rounds:
-            v = _d(rel[d].get(r))
+            v = as_dict(rel[d].get(r))
             body.append([cell(f"{d} · {'round one' if r == 'round1' else 'round two'}"),
                          cell(fmt(v.get("alpha_ordinal"), 3)), cell(fmt(v.get("alpha_interval"), 3)),
                          cell(fmt(v.get("icc2_1"), 3)), cell(fmt(v.get("icc2_k"), 3))])
@@ -392,8 +393,8 @@ def _points(share: Any) -> str:
 
 def herding(ctx: Ctx) -> Section:
     s = _summary(ctx)
-    h = _d(s.get("herding"))
-    flips = {m: _d(v) for m, v in _d(h.get("flips")).items()}
+    h = as_dict(s.get("herding"))
+    flips = {m: as_dict(v) for m, v in as_dict(h.get("flips")).items()}
     members = [m for m in s.get("members", []) if m in flips] + sorted(set(flips) - set(s.get("members", [])))
     c = [int(number(flips[m].get("conforming")) or 0) for m in members]
     d = [int(number(flips[m].get("dissenting")) or 0) for m in members]
@@ -410,7 +411,7 @@ def herding(ctx: Ctx) -> Section:
             for m, a, b, e in zip(members, c, d, u, strict=True)]
     out = lead(text)
     if sum(c) + sum(d) + sum(u):
-        svg = F.render(lambda: F.herding(members, c, d, u, real(h.get("agreement_lift_weak")),
+        svg = render(lambda: F.herding(members, c, d, u, real(h.get("agreement_lift_weak")),
                                          real(h.get("agreement_lift_strong")), weak, strong),
                        "fig-herding")
         out += figure("fig-herding", svg, (
@@ -429,7 +430,7 @@ def herding(ctx: Ctx) -> Section:
 
 
 def calibration(ctx: Ctx) -> Section:
-    cal = {m: _d(v) for m, v in _d(_summary(ctx).get("calibration")).items()}
+    cal = {m: as_dict(v) for m, v in as_dict(_summary(ctx).get("calibration")).items()}
     if not cal:
         return Section("sec-calibration", "Calibration", absent("no confidence was elicited"))
     rel = reading.reliability(ctx.folder)
@@ -444,7 +445,7 @@ def calibration(ctx: Ctx) -> Section:
             "confidence was stated but no such row has a correct / incorrect consensus") + tab)
     titles = [f"{m}\nBrier {fmt(cal.get(m, {}).get('brier'), 3)} · ECE {fmt(cal.get(m, {}).get('ece'), 3)} · "
               f"n {int(rel.n[k].sum()):,}" for k, m in enumerate(rel.models)]
-    svg = F.render(lambda: F.reliability_diagrams(rel.models, rel.mean_confidence, rel.share_correct, rel.n, titles),
+    svg = render(lambda: F.reliability_diagrams(rel.models, rel.mean_confidence, rel.share_correct, rel.n, titles),
                    "fig-calibration")
     worst = max(((number(v.get("ece")), m) for m, v in cal.items() if number(v.get("ece")) is not None), default=None)
     text = ("Points below the diagonal: the model said it was surer than the council found it right."
@@ -453,243 +454,6 @@ def calibration(ctx: Ctx) -> Section:
                "a bin's mean stated confidence against the share the council judged correct (the number beside it: "
                "rows in the bin), the bar its gap from the diagonal.")
     return Section("sec-calibration", "Calibration", lead(text) + figure("fig-calibration", svg, caption) + tab)
-
-
-# -- 8. quota ------------------------------------------------------------------------------------------------
-
-MIN_TIMELINE_BUCKETS = 3  # a vendor's timeline is drawn from this many intervals on
-QUOTA_KEYS = ("requests", "tokens", "rate_limited", "cuts", "leases", "seconds", "factor", "holders",
-              "granted_requests", "granted_tokens", "effective_rpm", "effective_tpm")  # the last four: older folders
-
-
-def quota(ctx: Ctx) -> Section:
-    q = {v: _d(x) for v, x in _d(ctx.quota).items()}
-    if not q:
-        return Section("sec-quota", "Quota use", absent(
-            "no quota_stats.json in the run folder" if ctx.quota is None else "quota_stats.json names no vendor"))
-    tls = reading.timelines(q)
-    short = {v: tl for v, tl in tls.items() if len(tl.t) < MIN_TIMELINE_BUCKETS}
-    tls = {v: tl for v, tl in tls.items() if v not in short}
-    out = ""
-    if tls:
-        vendors = list(tls)
-        svg = F.render(lambda: F.quota_timelines(vendors, [tls[v] for v in vendors]), "fig-quota")
-        out += figure("fig-quota", svg, (
-            "Requests per minute over the run per vendor (each interval's requests scaled to a minute); a "
-            "triangle marks an interval with at least one 429 (rate limited). The title gives the totals."))
-    elif short:
-        longest = max(len(tl.t) * tl.bucket_s for tl in short.values())
-        out += absent(f"the run's requests span {longest:g} s, under {MIN_TIMELINE_BUCKETS} intervals of its "
-                      "timeline: too short to draw over time, so only the totals are shown")
-    else:
-        out += absent("quota_stats.json has no timeline per vendor, so only its totals are shown")
-    flat = {vendor: _flatten(stats) for vendor, stats in q.items()}
-    keys = [k for k in QUOTA_KEYS if any(k in x for x in flat.values())]
-    keys += sorted({k for x in flat.values() for k in x} - set(keys))
-    vendors = sorted(q)
-    body = []
-    for k in keys:
-        row = [cell(k.replace("_", " "))]
-        for vendor in vendors:
-            v = flat[vendor].get(k)
-            if isinstance(v, list):
-                row.append(cell(", ".join(map(str, v)), numeric=False))
-            elif number(v) is not None and float(v).is_integer() and k != "factor":
-                row.append(cell(count(v), "hi" if k == "rate_limited" and v else ""))
-            else:
-                row.append(cell(fmt(v, 3) if number(v) is not None else ("—" if v is None else str(v))))
-        body.append(row)
-    limited = sum(int(number(x.get("rate_limited")) or 0) for x in q.values())
-    text = (f"{limited:,} rate-limited responses (429) across {len(q)} vendors." if any("rate_limited" in x for x in q.values())
-            else f"{len(q)} vendors.")
-    return Section("sec-quota", "Quota use per vendor", lead(text) + out + table(
-        "Quota ledger per vendor (quota_stats.json).", ["measure", *[esc(v) for v in vendors]], body))
-
-
-def _flatten(stats: dict[str, Any]) -> dict[str, Any]:
-    """A vendor's quota report without its timeline, nested objects one level up (``limits`` → ``limits rpm``)."""
-    out: dict[str, Any] = {}
-    for k, v in stats.items():
-        if k == "timeline":
-            continue
-        if isinstance(v, dict):
-            out.update({f"{k} {kk}": vv for kk, vv in v.items() if not isinstance(vv, (dict, list))})
-        else:
-            out[k] = v
-    return out
-
-
-# -- 9. diagnostics ------------------------------------------------------------------------------------------
-
-RATES = (("errors", "failed calls"), ("unparseable", "unparseable outputs"), ("repair_reasks", "repair re-asks"),
-         ("truncated", "truncated outputs"), ("empty_outputs", "empty outputs"), ("no_quorum_rows", "rows without quorum"),
-         ("reused", "votes reused"))
-HIGH_RATE = 0.02  # a parse or error rate above this is highlighted
-
-
-def diagnostics(ctx: Ctx) -> Section:
-    s = _summary(ctx)
-    dg = _d(s.get("diagnostics"))
-    if not dg:
-        return Section("sec-diagnostics", "Diagnostics", absent("the summary has no diagnostics"))
-    warnings = [str(w) for w in dg.get("warnings", []) if w]
-    out = ""
-    if warnings:
-        out += ('<div class="warnings" role="note"><p><strong>⚠ Warnings</strong></p><ul>'
-                + "".join(f"<li>{esc(w)}</li>" for w in warnings) + "</ul></div>")
-    else:
-        out += lead("✓ No warnings.")
-    body = [[cell("votes"), cell(count(dg.get("votes"))), cell("")]]
-    for key, label in RATES:
-        if key in dg:
-            rate = number(dg.get(f"{key}_rate"))
-            body.append([cell(label), cell(count(dg.get(key))),
-                         cell(("▲ " if rate and rate > HIGH_RATE else "") + pct(rate, 2),
-                              "hi" if rate and rate > HIGH_RATE else "", numeric=True)])
-    flags = _d(s.get("flags"))
-    for key in sorted(flags):
-        body.append([cell(f"flag: {key.replace('_', ' ')}"), cell(count(flags[key])), cell("")])
-    for key, label in (("not_graded_rows", "rows not graded"), ("refused_rows", "rows refused")):
-        if key in s:
-            body.append([cell(label), cell(count(s[key]), "hi" if (number(s[key]) or 0) > 0 else ""), cell("")])
-    out += table("Diagnostics over every vote and row (▲: above 2%).", ["measure", "count", "rate"], body)
-    parse = {m: _d(v) for m, v in _d(dg.get("parse_status_per_member")).items()}
-    errors = _d(dg.get("error_rate_per_member"))
-    if parse:
-        statuses = ["ok", "extracted", "repaired", "unparseable", "error"]
-        rows = []
-        for m in [x for x in s.get("members", []) if x in parse] + sorted(set(parse) - set(s.get("members", []))):
-            row = [cell(m)]
-            for st in statuses:
-                v = number(parse[m].get(f"{st}_rate"))
-                bad = st in ("unparseable", "error") and v is not None and v > HIGH_RATE
-                row.append(cell(("▲ " if bad else "") + pct(v), "hi" if bad else "", numeric=True))
-            v = number(errors.get(m))
-            row.append(cell(("▲ " if v and v > HIGH_RATE else "") + pct(v), "hi" if v and v > HIGH_RATE else "",
-                            numeric=True))
-            rows.append(row)
-        out += table("Parse status per member: ok (plain JSON), extracted (a JSON object inside prose or a fence), "
-                     "repaired (after a re-ask), unparseable, error (the call failed).",
-                     ["member", *statuses, "error rate"], rows)
-    naming = {m: n for m, n in _d(dg.get("self_identifying_responses")).items() if (number(n) or 0) > 0}
-    if naming:
-        out += table("Answers under test that name their own model or vendor.", ["model", "responses"],
-                     [[cell(m), cell(count(n), "hi")] for m, n in sorted(naming.items())])
-    panels = _d(s.get("panels"))
-    if panels:
-        sizes = ", ".join(f"{count(n)} rows of {esc(k)}" for k, n in sorted(_d(panels.get("rows_by_size")).items()))
-        out += (f'<p class="note">Panels: {sizes or "—"}; rows where a reserve sat: {count(panels.get("reserve_rows"))}; '
-                f"even panels: {count(panels.get('even_panel_rows'))}.</p>")
-    return Section("sec-diagnostics", "Diagnostics", out)
-
-
-# -- 10. provenance ------------------------------------------------------------------------------------------
-
-
-def provenance(ctx: Ctx) -> Section:
-    m = ctx.manifest
-    if not m:
-        return Section("sec-provenance", "Provenance", absent("no manifest.json in the run folder"))
-    s = _summary(ctx)
-    sim = s.get("simulated", m.get("simulated"))
-    hashes = _d(m.get("prompt_hashes"))
-    facts: list[tuple[str, str]] = [
-        ("run", esc(m.get("run_id", ctx.folder.name))),
-        ("judges", "<strong>SIMULATED</strong>: the embedded provider played every judge; no real model was asked"
-         if sim else "real providers" + (f" at <code>{esc(m['provider_url'])}</code>" if m.get("provider_url") else "")),
-        ("created", esc(m.get("created_at", "—"))),
-        ("command", esc(f"{m.get('command', '—')} (backend {m.get('backend', '—')}, shards {m.get('shards', 0)})")),
-        ("judge prompt", esc(m.get("judge_prompt_version", "—")) + "".join(
-            f" · {esc(k)} <code>{esc(v)}</code>" for k, v in sorted(hashes.items()))),
-        ("methodology", esc(m.get("methodology_version", "—"))),
-    ]
-    if m.get("elicit_prompt_version"):
-        facts.append(("elicitation prompt", f"{esc(m['elicit_prompt_version'])} <code>{esc(m.get('elicit_prompt_hash'))}</code>"))
-    if m.get("models"):
-        facts.append(("models asked", esc(", ".join(map(str, m["models"])))))
-    facts += [
-        ("dataset fingerprint", f"<code>{esc(m.get('dataset_fingerprint') or '—')}</code> ({esc(m.get('bank_path') or '—')})"),
-        ("responses fingerprint", f"<code>{esc(m.get('responses_fingerprint') or '—')}</code> "
-                                  f"({esc(m.get('responses_path') or 'elicited in this run')})"),
-        ("seed · quorum", f"{esc(m.get('seed', '—'))} · {esc(m.get('quorum', '—'))}"),
-        ("self-exclusion", "on: a vendor's judge never grades its own vendor's models" if m.get("self_exclusion")
-         else "<strong>off</strong> (audit: vendors graded their own models)"),
-        ("resumes", esc(len(m.get("resumes") or [])) + (f" · reused from {esc(', '.join(map(str, m['reuse_from'])))}"
-                                                        if m.get("reuse_from") else "")),
-        ("versions", esc(" · ".join(f"{k} {v}" for k, v in sorted(_d(m.get("versions")).items())) or "—")),
-    ]
-    out = '<dl class="facts">' + "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in facts) + "</dl>"
-    roster = [r for r in m.get("roster", []) if isinstance(r, dict)]
-    if roster:
-        out += table("Roster: a reserve sits in only where self-exclusion emptied a seat.",
-                     ["vendor", "judge model", "seat"],
-                     [[cell(r.get("vendor")), cell(r.get("judge_model")), cell("reserve" if r.get("reserve") else "regular")]
-                      for r in roster])
-    rub = reading.rubric_hashes(ctx.folder)
-    if rub is not None and rub.counts:
-        top = sorted(rub.counts.items(), key=lambda kv: (-kv[1], kv[0]))
-        shown = top[:12]
-        note = (f"{len(rub.counts):,}{'+' if rub.more else ''} distinct rubric hashes over "
-                f"{rub.scanned:,} round-one votes" + ("" if rub.complete else " (the first ones of the file)")
-                + (f"; {len(top) - len(shown):,} more hashes not listed" if len(top) > len(shown) else "") + ".")
-        out += table(esc(note), ["rubric hash", "votes"], [[cell(f"<code>{esc(h)}</code>", raw=True), cell(f"{n:,}")]
-                                                            for h, n in shown])
-    config = m.get("config")
-    if isinstance(config, dict):
-        text = orjson.dumps(config, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode()
-        out += f"<details><summary>Council configuration (manifest.json config)</summary><pre>{esc(text)}</pre></details>"
-    skipped = m.get("skipped_inputs") or []
-    if skipped:
-        out += f'<p class="note">{len(skipped):,} input lines were skipped (manifest.json skipped_inputs).</p>'
-    return Section("sec-provenance", "Provenance", out)
-
-
-# -- 11. cross-judge -----------------------------------------------------------------------------------------
-
-
-def crossjudge(ctx: Ctx) -> Section:
-    if not ctx.crossjudge:
-        return Section("sec-crossjudge", "Cross-judge reports", absent(
-            "no cross-judge report (council crossjudge RUN --judge ... writes crossjudge/<name>/report.json)"))
-    taken: set[str] = set()
-    out = []
-    for name, rep in ctx.crossjudge:
-        fid = f"fig-crossjudge-{slug(name, taken)}"
-        grader = str(rep.get("grader", name))
-        per = {m: _d(v) for m, v in _d(rep.get("per_model")).items()}
-        part = (f"<h3>{esc(grader)}</h3><p class=\"note\">{count(rep.get('paired_rows'))} paired rows of "
-                f"{count(rep.get('rows'))}, {count(rep.get('items'))} items, {count(rep.get('n_resamples'))} resamples; "
-                "scores 0-100 (a verdict is 100 / 0).</p>")
-        if per:
-            order = sorted(per, key=lambda m: (descending(per[m].get("delta")), m))
-            svg = F.render(lambda order=order, per=per, grader=grader: F.crossjudge_deltas(
-                order, [per[m].get("delta") for m in order], [per[m].get("delta_low") for m in order],
-                [per[m].get("delta_high") for m in order], grader), fid)
-            part += figure(fid, svg, f"Per model, {esc(grader)}'s mean score minus the council's, with a 95% "
-                                     "bootstrap interval over items.")
-        rows = []
-        for key, label in (("mean_delta", "mean delta"), ("rank_correlation", "rank correlation (Kendall τ-b)"),
-                           ("provider_spread", "provider spread"), ("group_spread", "group spread")):
-            v = _d(rep.get(key))
-            if not v:
-                continue
-            if key == "rank_correlation":
-                value, ci = fmt(v.get("kendall"), 3), interval(v.get("kendall_low"), v.get("kendall_high"), 3)
-                value += f" (Spearman {fmt(v.get('spearman'), 3)})"
-            else:
-                value, ci = fmt(v.get("value"), 2), interval(v.get("low"), v.get("high"), 2)
-                if "null_high" in v:
-                    ci += f"; no-preference up to {fmt(v.get('null_high'), 2)}"
-                if v.get("highest_vendor"):
-                    ci += f"; highest {v['highest_vendor']}, lowest {v.get('lowest_vendor', '—')}"
-            reading_ = v.get("reading")
-            shown = {"safe": "✓ safe", "not_safe": "✗ not safe"}.get(str(reading_), "no reading")
-            rows.append([cell(label), cell(value, numeric=True), cell(ci, numeric=False),
-                         cell(shown, "hi" if reading_ == "not_safe" else ""), cell(v.get("rule", ""), "rule")])
-        part += table(f"Readings of {esc(grader)} against the council.", ["measure", "value", "95% interval",
-                                                                           "reading", "rule"], rows)
-        out.append(part)
-    return Section("sec-crossjudge", "Cross-judge reports", "".join(out))
 
 
 SECTIONS: tuple[tuple[str, str, Callable[[Ctx], Section]], ...] = (

@@ -20,7 +20,7 @@ Anthropic's Message Batches API (``/v1/messages/batches``) is ``council.sim._mes
 Time: a batch ends ``SimConfig.batch_completion_s`` after its creation, on the provider's clock; in between its
 requests are answered one by one, evenly spread, in a seeded order that is not the request order (the order of
 the result files). Nothing runs in the background: the batches are brought up to now whenever a batch route or
-the stats are read. Each request is answered by the code of a synchronous one (``council.sim._server.receive``
+the stats are read. Each request is answered by the code of a synchronous one (``council.sim._serving.receive``
 and ``bill``: same content for the same body, the same counters), but through no per-minute quota, no 429 storm
 and no transport fault, and is billed once, when its result is produced.
 
@@ -63,7 +63,8 @@ from aiohttp import web
 
 from council.sim._faces import CHAT, Face
 from council.sim._messages import read_params
-from council.sim._server import PREFIX, STATE, Work, _State, bill, face_of, receive
+from council.sim._serving import PREFIX, STATE, bill, face_of, receive
+from council.sim._state import Work, _State
 from council.sim._wire import Parsed, _authorized, _BadBody, _error, _est_tokens, _json, _UNAUTHORIZED, read_body
 
 OPENAI_MAX_LINES = 50_000

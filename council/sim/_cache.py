@@ -27,7 +27,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Sequence
 
-CHARS_PER_TOKEN = 4  # as the provider counts tokens (council.sim._server._est_tokens)
+CHARS_PER_TOKEN = 4  # as the provider counts tokens (council.sim._wire._est_tokens)
 _SWEEP_EVERY = 4096  # insertions between two sweeps of expired prefixes
 
 Breakpoint = tuple[int, int]  # (message index, characters of that message's content up to the marked block's end)

@@ -20,7 +20,7 @@ from council.sim._quota import Admission
 from council.sim._wire import _error_body
 
 if TYPE_CHECKING:
-    from council.sim._server import Work, _State
+    from council.sim._state import Work, _State
 
 Refusal = tuple[int, Any, dict[str, str] | None]
 """A refused request: the status, the error body and its headers."""

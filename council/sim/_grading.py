@@ -41,19 +41,10 @@ from pydantic import ValidationError
 
 from council.core.schema import Dimension, Scale
 from council.sim._config import SimConfig
-from council.sim._judging import (
-    Decision,
-    ItemVerdict,
-    _item_uniforms,
-    _Judge,
-    _lcfirst,
-    _pick,
-    _shared_normal,
-    _wrap,
-    _z,
-    name_drop,
-    own_vendor_row,
+from council.sim._judge import (
+    Decision, ItemVerdict, _item_uniforms, _Judge, _lcfirst, _pick, _shared_normal, _wrap, _z, own_vendor_row,
 )
+from council.sim._naming import name_drop
 from council.sim._reading import RequestText, read_request
 from council.sim._truth import TruthTable, heuristic_verdict, truth_key
 

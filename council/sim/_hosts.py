@@ -3,7 +3,7 @@
 A configuration written for the real providers is pointed at the provider by replacing ``https://`` with
 ``http://127.0.0.1:PORT/``: ``https://api.openai.com/v1`` becomes ``http://127.0.0.1:PORT/api.openai.com/v1``.
 Each host is an aiohttp sub-application mounted at ``/<host>``: aiohttp strips the prefix, the routes are the
-gateway's own handlers (``council.sim._server``, ``council.sim._messages``, ``council.sim._batches``,
+gateway's own handlers (``council.sim._serving``, ``council.sim._messages``, ``council.sim._batches``,
 ``council.sim._message_batches``), and the
 sub-application tells them their face (``FACE``: the host's wording and native vendor) and prefix (``PREFIX``).
 
@@ -22,7 +22,7 @@ from aiohttp import web
 from council.sim import _batches, _message_batches, _messages
 from council.sim._faces import GEMINI, GEMINI_RATE_LIMITS, GEMINI_TROUBLESHOOTING, OPENAI_ERRORS, OPENAI_RATE_LIMITS
 from council.sim._faces import ChatFace, Face
-from council.sim._server import FACE, PREFIX, _chat, _models
+from council.sim._serving import FACE, PREFIX, _chat, _models
 
 ANTHROPIC_MESSAGES = "https://docs.anthropic.com/en/api/messages"
 ANTHROPIC_BATCHES = "https://docs.anthropic.com/en/docs/build-with-claude/batch-processing"

@@ -23,7 +23,8 @@ from council.sim._batches import (
     _DAY_S, BATCHES, BatchStore, _Batch, _batch_of, _jsonl, _limit, _page, _read_capped, _slow_reply,
 )
 from council.sim._messages import MESSAGES, anthropic_headers_refusal, read_params, refusal
-from council.sim._server import PREFIX, _json
+from council.sim._serving import PREFIX
+from council.sim._wire import _json
 
 ANTHROPIC_MAX_REQUESTS = 100_000
 ANTHROPIC_MAX_BYTES = 256 * 1024 * 1024

@@ -4,7 +4,7 @@ host, ``/api.anthropic.com/v1/messages``). Like Anthropic's API it serves Anthro
 ``not_found_error`` (``SimConfig.api_rules`` off: any id the world knows).
 
 A request is read into the same conversation a chat-completions request would carry (the ``system`` prompt
-first, as a system message, then the turns) and answered by the same work (``council.sim._server.receive``
+first, as a system message, then the turns) and answered by the same work (``council.sim._serving.receive``
 and ``bill``): the same verdicts and reasons, the same quota, faults, billing and stats. Only the wording is
 Anthropic's: the reply is a ``message`` object, an error is ``{"type": "error", "error": {"type", "message"}}``
 (400 ``invalid_request_error``, 401 ``authentication_error``, 404 ``not_found_error``, 429 ``rate_limit_error``
@@ -35,7 +35,8 @@ from council.sim._apis import ApiError
 from council.sim._quota import Admission
 from council.sim._reasoning import thinking_block
 from council.sim._faces import Refusal
-from council.sim._server import Work, _State, serve_request
+from council.sim._serving import serve_request
+from council.sim._state import Work, _State
 from council.sim._wire import Parsed, _authorized, _BadBody, _content_text, _json
 
 ANTHROPIC_RATE_LIMITS = "https://docs.anthropic.com/en/api/rate-limits"

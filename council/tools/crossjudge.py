@@ -2,7 +2,7 @@
 
 ``council crossjudge RUN --judge MODEL`` asks one judge model to grade every row of the run blind (a round one
 alone, the council's own prompts), through the run's provider: the embedded one for a simulated run (started and
-primed with the truth as the run's own was: :func:`council.run.runner.start_embedded`), else ``--provider-url``.
+primed with the truth as the run's own was: :func:`council.run.services.start_embedded`), else ``--provider-url``.
 ``--judge single:<vendor>`` re-scores from the archive without a call: that member's round-one votes alone.
 Either way the council's own results are never touched: everything goes to ``runs/<id>/crossjudge/<name>/``:
 

@@ -24,7 +24,8 @@ from aggregator import (
     spearman,
 )
 from aggregator._bootstrap import _weight_chunks, resample_weights
-from aggregator._crossjudge import _kendall_rows, _spearman_rows, group_permutations
+from aggregator._resampled import _kendall_rows, _spearman_rows
+from aggregator._target_spread import group_permutations
 
 TOL = 1e-12
 nan = math.nan

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-import council.run.runner as runner
+import council.run.score as score
 from bank import SAMPLE_RESPONSES
 from council.cli import main
 from council.store import archive
@@ -47,14 +47,14 @@ def test_a_run_keeps_nothing_per_row_once_its_rows_are_archived(tmp_path, monkey
     """Objects alive when scoring begins (everything graded and archived), after runs of 480 and 1,440 rows
     through the command line: the same, bar a few caches."""
     alive: dict[str, int] = {}
-    rescore = runner.rescore
+    rescore = score.rescore
 
     def counted(folder):  # noqa: ANN001, ANN202
         gc.collect()
         alive[folder.path.name] = len(gc.get_objects())
         return rescore(folder)
 
-    monkeypatch.setattr(runner, "rescore", counted)
+    monkeypatch.setattr(score, "rescore", counted)
     _run(tmp_path, "warm", copies(tmp_path / "warm.jsonl", 1))  # imports and caches, then the two measured runs
     _run(tmp_path, "small", copies(tmp_path / "small.jsonl", 1))
     _run(tmp_path, "large", copies(tmp_path / "large.jsonl", 3))

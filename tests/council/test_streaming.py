@@ -9,7 +9,7 @@ import bank
 from bank import _loader
 from council.core.errors import InputError
 from council.core.schema import JudgeCallRecord
-from council.store import runfolder
+from council.store import archive_index
 from council.store.runfolder import ArchiveIndex, RunFolder
 
 
@@ -72,7 +72,7 @@ def test_archive_index_keeps_colliding_votes_apart(tmp_path, monkeypatch):
     for row in "abc":
         folder.append(_record(row, "openai", 1, "correct", key=row))
     folder.close()
-    monkeypatch.setattr(runfolder, "_vote_hash", lambda key: 1)  # every vote collides
+    monkeypatch.setattr(archive_index, "_vote_hash", lambda key: 1)  # every vote collides
     index = ArchiveIndex.build(tmp_path)
     assert len(index) == 3
     assert [index.get((row, "openai", 1)).request_key for row in "abc"] == ["a", "b", "c"]

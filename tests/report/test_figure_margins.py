@@ -18,6 +18,7 @@ from matplotlib.text import Text
 from council.report import figures as F
 from council.report import layout
 from council.report.reading import Timeline
+from council.report.svg import BLACK, ORANGE, _style
 
 LONG = 38  # figures._short's limit: a longer name is cut to this many characters
 
@@ -31,8 +32,8 @@ def names(n: int, prefix: str = "vendor") -> list[str]:
 def leaderboard():
     rows = [{"name": name, "score": 100 - 2.5 * k, "low": 90 - 2.5 * k, "high": 100.0, "round1": 50.0, "truth": 100.0}
             for k, name in enumerate(names(F.MAX_ROWS))]
-    extra = [("round1", "round one (blind)", F.ORANGE, "D"), ("truth", "true score (simulation's ground truth)",
-                                                              F.BLACK, "x")]
+    extra = [("round1", "round one (blind)", ORANGE, "D"), ("truth", "true score (simulation's ground truth)",
+                                                              BLACK, "x")]
     return F.leaderboard(rows, xlabel="score: % of the model's graded rows judged correct", extra=extra)
 
 
@@ -94,7 +95,7 @@ FIGURES = [leaderboard, rule_slopes, diverging_flips, agreement_heatmap, scale_k
 
 def outside(draw) -> list[tuple[str, tuple[float, ...]]]:
     """The texts of the figure ``draw`` returns that reach outside it (with their extents in points)."""
-    with F._style():
+    with _style():
         fig = draw()
         width, height = (72 * x for x in fig.get_size_inches())
         renderer = RendererSVG(width, height, io.StringIO())

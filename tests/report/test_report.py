@@ -24,7 +24,7 @@ import bank
 from council.protocol.config import CouncilConfig
 from council.report import reading
 from council.report.page import REPORT, write_report
-from council.report.sections import MIN_TIMELINE_BUCKETS
+from council.report.run_sections import MIN_TIMELINE_BUCKETS
 from council.run.runner import RunRequest, run_council
 from council.sim import SimConfig
 from council.tools.crossjudge import crossjudge
