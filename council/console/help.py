@@ -18,6 +18,14 @@ def exit_codes_epilog(codes: Sequence[int] | None = None, ok: str | None = None)
     return "exit codes:\n" + "\n".join(f"  {code:<4} {meaning}" for code, meaning in shown)
 
 
+def add_command(sub: argparse._SubParsersAction, name: str, summary: str, description: str = "",
+                exits: Sequence[int] = (), ok: str = "done", epilog: str | None = None) -> argparse.ArgumentParser:
+    """A command of ``council``: its one-line ``summary`` in ``council --help``, its description (default: the
+    summary as a sentence) and, at the end of its help, its exit ``exits`` (``ok``: what 0 means) or ``epilog``."""
+    return sub.add_parser(name, help=summary, description=description or summary[0].upper() + summary[1:] + ".",
+                          epilog=epilog or (exit_codes_epilog(exits, ok) if exits else None))
+
+
 class HelpFormatter(argparse.HelpFormatter):
     """Every option's help ends with its default (or says it is required), whether its author wrote one or
     not. In descriptions and epilogs, prose paragraphs are filled to the terminal's width and a block with
