@@ -23,7 +23,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "seat would grade, and for a seat on the batch transport a batch of one. Prints per seat ok or "
         "the provider's exact refusal with the fix, the reasoning tokens the judge spent, and what the "
         "seat would cost the run at that rate. `council run` runs it first against any provider but the "
-        "embedded one (--no-check skips it).", (EXIT_OK, EXIT_INPUT), "every seat works")
+        "embedded one (--no-check skips it).", (EXIT_OK, EXIT_INPUT), "every seat works",
+        example="council check --config council.toml --provider-url https://gateway.example.com/v1")
     input_args(check.add_argument_group("the rows a seat is checked on"), responses_required=False)
     council_args(check.add_argument_group("who grades"))
     provider_args(check.add_argument_group("where the calls go"), "the checks")

@@ -17,7 +17,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     cj = add_command(sub, "crossjudge", "re-score a run with another grader: do its scores survive?",
                      "Re-score an archived run with another grader into <run>/crossjudge/<name>/ and report whether "
                      "its scores survive: mean delta, rank correlation, family and target preference.",
-                     (EXIT_OK, EXIT_INPUT, EXIT_PROVIDER))
+                     (EXIT_OK, EXIT_INPUT, EXIT_PROVIDER),
+                     example="council crossjudge 20261130-210326-ffbe --judge single:openai")
     cj.add_argument("run_id", metavar="RUN", help="the run to re-score (its folder under --runs-dir); its results are "
                     "never changed (required)")
     cj.add_argument("--judge", required=True, metavar="MODEL|single:VENDOR",

@@ -18,7 +18,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                        "Whether two runs are comparable (same prompts, rules, data and judges, both complete), each "
                        "model's score in both, and the rows whose verdict changed. Runs graded on other responses "
                        "stay comparable; the verdicts on rows whose response changed are marked.",
-                       (EXIT_OK, EXIT_INPUT, EXIT_NOT_COMPARABLE), "the runs are comparable")
+                       (EXIT_OK, EXIT_INPUT, EXIT_NOT_COMPARABLE), "the runs are comparable",
+                       example="council diff 20261130-210326-ffbe 20261201-093012-a41c")
     diff.add_argument("run_a", metavar="RUN_A", help="the earlier run: an id, a unique prefix or a path (required)")
     diff.add_argument("run_b", metavar="RUN_B", help="the later run: an id, a unique prefix or a path (required)")
     runs_dir_arg(diff)

@@ -32,7 +32,8 @@ DESCRIPTION = (
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     add_options(add_command(sub, "estimate", "cost and quota-bound time T* of a run, --deliberate all vs disputed, "
-                            "without a call", DESCRIPTION, (EXIT_OK, EXIT_INPUT, EXIT_PROVIDER)))
+                            "without a call", DESCRIPTION, (EXIT_OK, EXIT_INPUT, EXIT_PROVIDER),
+                            example="council estimate --responses answers.jsonl --unanimity 0.8"))
 
 
 def add_options(est: argparse.ArgumentParser) -> None:

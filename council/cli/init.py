@@ -18,7 +18,8 @@ INIT_PATH = Path("council.toml")
 def add_parser(sub: argparse._SubParsersAction) -> None:
     init = add_command(sub, "init", "write an example council config (council.toml) to edit",
                        "Write an example council config, every field with its default and a comment, to edit and "
-                       "pass as --config. An existing file is never overwritten.", (EXIT_OK, EXIT_INPUT))
+                       "pass as --config. An existing file is never overwritten.", (EXIT_OK, EXIT_INPUT),
+                       example="council init --layout native")
     init.add_argument("path", metavar="PATH", nargs="?", type=Path, default=INIT_PATH,
                       help="where to write it (default: council.toml)")
     init.add_argument("--layout", choices=("gateway", "native"), default="gateway",

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import argparse
 
+from council.console.help import add_example
 from council.tools import loadtest
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     loadtest.add_parser(sub)
+    add_example(sub.choices["loadtest"], "council loadtest --model openai/gpt-5 --steps 4 --step-s 5")
 
 
 run = loadtest.run

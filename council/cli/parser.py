@@ -7,7 +7,7 @@ import argparse
 
 from council.cli import (check, crossjudge, diff, estimate, init, loadtest, report, rescore, run, serve, show, sim,
                          submit)
-from council.console.help import CouncilParser, exit_codes_epilog
+from council.console.help import CouncilParser, examples_epilog, exit_codes_epilog
 
 DESCRIPTION = """\
 Grade model outputs with a council of LLM judges from different vendors: a vendor's judge never grades its
@@ -20,8 +20,10 @@ MODULES = (run, estimate, show, report, diff, rescore, crossjudge, check, init, 
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = CouncilParser(prog="council", description=DESCRIPTION, epilog=exit_codes_epilog())
+    """``council``: its commands, one line each, then one example of each (the menu) and the exit codes."""
+    parser = CouncilParser(prog="council", description=DESCRIPTION)
     sub = parser.add_subparsers(dest="command", required=True, title="commands", metavar="COMMAND")
     for module in MODULES:
         module.add_parser(sub)
+    parser.epilog = f"{examples_epilog(sub.choices)}\n\n{exit_codes_epilog()}"
     return parser

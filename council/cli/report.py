@@ -16,7 +16,8 @@ from council.console.runs import open_run
 def add_parser(sub: argparse._SubParsersAction) -> None:
     report = add_command(sub, "report", "write a run's report.html and print its path",
                          "Write report.html (figures and tables, one self-contained page) into the run folder and "
-                         "print its path.", (EXIT_OK, EXIT_INPUT))
+                         "print its path.", (EXIT_OK, EXIT_INPUT),
+                         example="council report 20261130-210326-ffbe")
     report.add_argument("run", metavar="RUN", help="a run id under --runs-dir, a unique prefix of one, or a run "
                         "folder's path (required)")
     runs_dir_arg(report)

@@ -18,7 +18,7 @@ from council.store.lock import RunLock
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     rescore = add_command(sub, "rescore", "rebuild a run's verdicts.jsonl and summary.json from its archive",
-                          exits=(EXIT_OK, EXIT_INPUT))
+                          exits=(EXIT_OK, EXIT_INPUT), example="council rescore 20261130-210326-ffbe")
     rescore.add_argument("run_id", metavar="RUN", help="a run id under --runs-dir, a unique prefix of one, or a run "
                          "folder's path (required)")
     runs_dir_arg(rescore)

@@ -40,7 +40,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                       "Grade responses with the council (by default the shipped sample, 160 items x 6 models, "
                       "against the embedded provider: simulated judges), or ask models under test first (--models). "
                       "Prints the leaderboard and the deliberation metrics; the run folder keeps everything.",
-                      RUN_EXITS, "done: every row graded")
+                      RUN_EXITS, "done: every row graded", example="council run --backend local")
     what = run.add_argument_group("what is graded")
     input_args(what, responses_required=False)
     what.add_argument("--models", metavar="LIST",
@@ -57,7 +57,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "Grade a responses file with the council: this project's JSONL, inspect_ai logs, lm-eval "
                         "samples, OpenAI evals records or overlooked-bench raw responses (--format). Real judges "
                         "need --provider-url; --simulate grades with the embedded provider.", RUN_EXITS,
-                        "done: every row graded")
+                        "done: every row graded",
+                        example="council grade --responses logs/run.eval --format inspect --simulate")
     input_args(grade.add_argument_group("what is graded"), responses_required=True)
     importers.add_arguments(grade.add_argument_group("how --responses is read"))
     council_args(grade.add_argument_group("who grades"))

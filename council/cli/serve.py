@@ -19,7 +19,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     serve = add_command(sub, "serve", "the grading service: other benchmarks submit jobs over HTTP",
                         "The grading service: tenants submit rows over HTTP (council submit, or the Python client) "
                         "and follow their jobs; each job is a run folder under --runs-dir. SIGTERM drains it.",
-                        (EXIT_OK, EXIT_INPUT), "stopped cleanly")
+                        (EXIT_OK, EXIT_INPUT), "stopped cleanly",
+                        example="council serve --tokens tokens.json --simulate --port 8080")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8080, help="port; 0 picks a free one (default: 8080)")
     serve.add_argument("--tokens", type=Path, required=True, metavar="FILE",

@@ -16,7 +16,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                        "Without ROW: the run's headline (state, rows, cost, leaderboard with intervals, graded "
                        "scales, warnings). With ROW: that row's two rounds, member by member (verdict or levels and "
                        "reason, and the letter each peer saw it under), the consensus, the flags and the key from "
-                       "letters to vendors.", (EXIT_OK, EXIT_INPUT))
+                       "letters to vendors.", (EXIT_OK, EXIT_INPUT),
+                       example="council show 20261130-210326-ffbe")
     show.add_argument("run", metavar="RUN", help="a run id under --runs-dir, a unique prefix of one, or a run "
                       "folder's path (required)")
     show.add_argument("row", metavar="ROW", nargs="?",
@@ -25,7 +26,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
     runs = add_command(sub, "runs", "list the run folders, newest first",
                        "List the run folders under --runs-dir, newest first: state, rows, models, cost, when it was "
-                       "created and whether it was simulated.", (EXIT_OK, EXIT_INPUT))
+                       "created and whether it was simulated.", (EXIT_OK, EXIT_INPUT),
+                       example="council runs --runs-dir runs")
     runs_dir_arg(runs)
 
 

@@ -16,7 +16,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     sim = add_command(sub, "sim", "serve the embedded OpenAI-compatible provider on its own",
                       "Serve the embedded provider (every vendor's simulated judge and the models of the sample) as "
                       "an OpenAI-compatible server, for --provider-url of another command.", (EXIT_OK, EXIT_INPUT),
-                      "stopped cleanly")
+                      "stopped cleanly", example="council sim --port 8000 --seed 1")
     sim.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     sim.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
     sim.add_argument("--seed", type=int, default=0, help="seed of its planted behaviour (default: 0)")

@@ -35,7 +35,8 @@ exit codes:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    submit = add_command(sub, "submit", "submit a rows file to a grading service (council serve)", epilog=SUBMIT_EPILOG)
+    submit = add_command(sub, "submit", "submit a rows file to a grading service (council serve)", epilog=SUBMIT_EPILOG,
+                         example="council submit rows.jsonl --url http://127.0.0.1:8080 --wait")
     submit.add_argument("file", type=Path, metavar="FILE",
                         help="rows JSONL, sent as NDJSON streamed from disk (required)")
     submit.add_argument("--url", required=True, help="the service's base URL, e.g. http://127.0.0.1:8080")
