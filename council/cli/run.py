@@ -46,9 +46,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     what.add_argument("--models", metavar="LIST",
                       help="comma-separated models under test to ask every bank item (predict-then-answer), then "
                            "grade their answers, instead of grading --responses (default: none)")
-    council_args(run.add_argument_group("who grades"))
-    protocol_args(run.add_argument_group("how (recorded in the manifest, fixed once the run starts)"))
-    running_args(run.add_argument_group("where the run goes and where its calls are made"))
+    _grading_args(run)
     run.add_argument("--resume", metavar="RUN_ID",
                      help="continue this run from its archive after a crash or a stop, with the settings it started "
                           "with (only where and how calls are made may change) (default: none: a new run)")
@@ -61,9 +59,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         example="council grade --responses logs/run.eval --format inspect --simulate")
     input_args(grade.add_argument_group("what is graded"), responses_required=True)
     importers.add_arguments(grade.add_argument_group("how --responses is read"))
-    council_args(grade.add_argument_group("who grades"))
-    protocol_args(grade.add_argument_group("how (recorded in the manifest, fixed once the run starts)"))
-    running_args(grade.add_argument_group("where the run goes and where its calls are made"))
+    _grading_args(grade)
+
+
+def _grading_args(p: argparse.ArgumentParser) -> None:
+    """Who grades, how, and where the run goes: the options run and grade share."""
+    council_args(p.add_argument_group("who grades"))
+    protocol_args(p.add_argument_group("how (recorded in the manifest, fixed once the run starts)"))
+    running_args(p.add_argument_group("where the run goes and where its calls are made"))
 
 
 def _seats(roster: Sequence[Any]) -> int | None:

@@ -10,7 +10,7 @@ import bank
 from council.cli.config import config_file
 from council.console.exits import EXIT_INPUT, EXIT_OK
 from council.console.help import add_command
-from council.console.options import CONFIG_HELP, SAMPLE_BANK_HELP, positive, runs_dir_arg
+from council.console.options import CONFIG_HELP, SAMPLE_BANK_HELP, host_arg, positive, runs_dir_arg
 from council.core.errors import ConfigError
 from council.run.runner import provider_endpoint
 
@@ -21,7 +21,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "and follow their jobs; each job is a run folder under --runs-dir. SIGTERM drains it.",
                         (EXIT_OK, EXIT_INPUT), "stopped cleanly",
                         example="council serve --tokens tokens.json --simulate --port 8080")
-    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
+    host_arg(serve)
     serve.add_argument("--port", type=int, default=8080, help="port; 0 picks a free one (default: 8080)")
     serve.add_argument("--tokens", type=Path, required=True, metavar="FILE",
                        help="JSON mapping each tenant to the SHA-256 of its bearer token (and its limits)")

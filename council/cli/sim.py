@@ -9,7 +9,7 @@ from pathlib import Path
 import bank
 from council.console.exits import EXIT_INPUT, EXIT_OK
 from council.console.help import add_command
-from council.console.options import SAMPLE_BANK_HELP, SAMPLE_RESPONSES_HELP, positive
+from council.console.options import SAMPLE_BANK_HELP, SAMPLE_RESPONSES_HELP, host_arg, positive
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -17,7 +17,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                       "Serve the embedded provider (every vendor's simulated judge and the models of the sample) as "
                       "an OpenAI-compatible server, for --provider-url of another command.", (EXIT_OK, EXIT_INPUT),
                       "stopped cleanly", example="council sim --port 8000 --seed 1")
-    sim.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
+    host_arg(sim)
     sim.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
     sim.add_argument("--seed", type=int, default=0, help="seed of its planted behaviour (default: 0)")
     sim.add_argument("--config", type=Path, metavar="FILE",
