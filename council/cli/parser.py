@@ -15,7 +15,8 @@ own vendor's models, round one is blind, round two shows each member its peers' 
 consensus is the round-two majority. `council run` grades the shipped sample against the embedded
 (simulated) provider; `council COMMAND --help` lists a command's options, each with its default."""
 
-# Each module adds its commands: run and grade, then show and runs, come from one module each.
+# The modules that add the commands, in the order `council --help` lists them (run adds run and grade, show adds
+# show and runs).
 MODULES = (run, estimate, show, report, diff, rescore, crossjudge, check, init, loadtest, serve, submit, sim)
 
 
