@@ -47,7 +47,8 @@ LEVEL = {room: level for level, (room, _) in enumerate(ROOMS)}
 # Packages that only group rooms, imported by Python on the way to a room's module: a docstring and nothing else.
 GROUPING = ("council",)
 # Room packages whose __init__ is the room's public interface (its modules are private) rather than a docstring.
-INTERFACE_PACKAGES = ("council.sim", "council.importers", "council.inspect")
+# council.cli: the `council` command's main and entry (pyproject's script), its parser and exit codes.
+INTERFACE_PACKAGES = ("council.sim", "council.importers", "council.inspect", "council.cli")
 
 
 def source_files() -> dict[str, Path]:

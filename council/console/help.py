@@ -18,6 +18,30 @@ def exit_codes_epilog(codes: Sequence[int] | None = None, ok: str | None = None)
     return "exit codes:\n" + "\n".join(f"  {code:<4} {meaning}" for code, meaning in shown)
 
 
+def add_command(sub: argparse._SubParsersAction, name: str, summary: str, description: str = "",
+                exits: Sequence[int] = (), ok: str = "done", epilog: str | None = None, *,
+                example: str) -> argparse.ArgumentParser:
+    """A command of ``council``: its one-line ``summary`` in ``council --help``, its description (default: the
+    summary as a sentence) and, at the end of its help, its exit ``exits`` (``ok``: what 0 means) or ``epilog``,
+    then its ``example``."""
+    parser = sub.add_parser(name, help=summary, description=description or summary[0].upper() + summary[1:] + ".",
+                            epilog=epilog or (exit_codes_epilog(exits, ok) if exits else None))
+    add_example(parser, example)
+    return parser
+
+
+def add_example(parser: argparse.ArgumentParser, example: str) -> None:
+    """End ``parser``'s help with ``example``: one command line, as typed, that this parser takes."""
+    parser.example = example  # type: ignore[attr-defined] - a CouncilParser's, read by examples_epilog
+    parser.epilog = "\n\n".join(filter(None, [(parser.epilog or "").rstrip("\n"), f"example:\n  {example}"]))
+
+
+def examples_epilog(commands: dict[str, argparse.ArgumentParser]) -> str:
+    """One example for each of ``commands`` that has one, in their order: the menu at the end of ``council
+    --help``."""
+    return "examples:\n" + "\n".join(f"  {p.example}" for p in commands.values() if getattr(p, "example", None))
+
+
 class HelpFormatter(argparse.HelpFormatter):
     """Every option's help ends with its default (or says it is required), whether its author wrote one or
     not. In descriptions and epilogs, prose paragraphs are filled to the terminal's width and a block with
@@ -69,7 +93,9 @@ def _shown_default(value: Any) -> str:
 
 class CouncilParser(argparse.ArgumentParser):
     """The parser of ``council`` and of each of its commands (argparse builds subcommands with the parent's
-    class): help with defaults and exit codes."""
+    class): help with defaults and exit codes, and a command's example (:func:`add_example`)."""
+
+    example: str | None = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", HelpFormatter)

@@ -55,6 +55,11 @@ def share(text: str) -> float:
     return _number(text, float, lambda v: 0.0 <= v <= 1.0, "a share in [0, 1]")
 
 
+def host_arg(p: argparse.ArgumentParser) -> None:
+    """The address a server (the service, the embedded provider) listens on."""
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
+
+
 def runs_dir_arg(p: argparse.ArgumentParser, what: str = "where the run folders are") -> None:
     p.add_argument("--runs-dir", type=Path, default=Path("runs"), metavar="DIR", help=f"{what} (default: ./runs)")
 

@@ -1,0 +1,5 @@
+"""``python -m council.cli``: the ``council`` command."""
+
+from council.cli.dispatch import entry
+
+entry()
