@@ -25,20 +25,42 @@ import os
 import tempfile
 from array import array
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Awaitable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
 from council.core.errors import ProviderUnavailable
-from council.core.schema import JudgeCallRecord, MemberSpec, ResponseRow
-from council.grading.budget import BudgetExhausted
-from council.grading.stop import Stopped
+from council.core.schema import BankItem, JudgeCallRecord, MemberSpec, ResponseRow
+from council.grading.budget import Budget, BudgetExhausted
+from council.grading.stop import StopControl, Stopped
+from council.protocol.config import CouncilConfig
+from council.protocol.deliberation import Role
 from council.transport.judge import JudgeTask
 
-if TYPE_CHECKING:
-    from council.grading.coordinator import Coordinator
+
+class Steps(Protocol):
+    """The coordinator's steps of the protocol, which parked rows take as a coroutine per row takes them
+    (:class:`council.grading.coordinator.Coordinator`)."""
+
+    config: CouncilConfig
+    stop: StopControl
+    budget: Budget
+    abandoned: int
+    error: ProviderUnavailable | None
+
+    def panel(self, row: ResponseRow) -> tuple[BankItem, list[MemberSpec], list[MemberSpec], str | None]: ...
+    def first(self, item: BankItem, row: ResponseRow, members: list[MemberSpec],
+              shadows: list[MemberSpec]) -> list[tuple[MemberSpec, JudgeTask]]: ...
+    async def role(self, item: BankItem, row: ResponseRow, members: list[MemberSpec],
+                   round1: dict[str, JudgeCallRecord], seq: int | None) -> Role: ...
+    def seconds(self, item: BankItem, row: ResponseRow, members: list[MemberSpec],
+                round1: dict[str, JudgeCallRecord]) -> list[tuple[MemberSpec, JudgeTask]]: ...
+    def known(self, member: MemberSpec, task: JudgeTask) -> JudgeCallRecord | None: ...
+    async def sent(self, member: MemberSpec, task: JudgeTask) -> tuple[Awaitable[JudgeCallRecord], float]: ...
+    def received(self, member: MemberSpec, task: JudgeTask, record: JudgeCallRecord) -> JudgeCallRecord: ...
+    def graded(self, row: ResponseRow, records: list[JudgeCallRecord], refused: bool) -> None: ...
 
 
 class Scratch:
@@ -122,7 +144,7 @@ class ParkedRows:
     """Grades rows for ``coordinator`` with every row in flight parked in a slot; :meth:`run` returns once every row
     is graded (or was dropped by a stop), or raises the first error that is not a stop."""
 
-    def __init__(self, coordinator: Coordinator, scratch_dir: Path | None = None, *, grow: int = 1024) -> None:
+    def __init__(self, coordinator: Steps, scratch_dir: Path | None = None, *, grow: int = 1024) -> None:
         self._c = coordinator
         seats = len(coordinator.config.roster)
         self._first = 2 * seats  # round one's places: the panel, then the shadow seats
