@@ -60,6 +60,7 @@ from elicitor.prompts import elicit_messages
 
 R = TypeVar("R", JudgeCallRecord, ElicitedRecord)
 VoteKey = tuple[str, str, int]  # (row_id, member, round)
+NO_LETTERS: dict[str, str] = {}  # round one's peer letters, shared by its tasks: never written to
 
 
 class ArchivedVotes(Protocol):
@@ -339,7 +340,7 @@ class Coordinator:
         """The row's round-one votes: one blind prompt for every seat, its panel's and then its shadows'."""
         rubric = rubric_hash(item)
         body = round1_body(item, row, contain=self.config.judge.containment)
-        return [(m, self.task(m, row, 1, body, {}, rubric, scale=item.scale, shadow=shadow))
+        return [(m, self.task(m, row, 1, body, NO_LETTERS, rubric, scale=item.scale, shadow=shadow))
                 for m, shadow in [*((m, False) for m in members), *((m, True) for m in shadows)]]
 
     def seconds(self, item: BankItem, row: ResponseRow, members: list[MemberSpec],

@@ -21,6 +21,7 @@ given back once nothing in it is still needed.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import os
 import tempfile
 from array import array
@@ -147,8 +148,8 @@ class ParkedRows:
     def __init__(self, coordinator: Steps, scratch_dir: Path | None = None, *, grow: int = 1024) -> None:
         self._c = coordinator
         seats = len(coordinator.config.roster)
-        self._first = 2 * seats  # round one's places: the panel, then the shadow seats
-        places = 1 + 3 * seats  # the row, round one's places, round two's (one per member)
+        self._first = seats * (2 if coordinator.config.shadow_self else 1)  # round one's places: panel, shadow seats
+        places = 1 + self._first + seats  # the row, round one's places, round two's (one per member)
         self._where = np.zeros((grow, places), np.int64)
         self._length = np.zeros((grow, places), np.int32)  # 0: nothing in this place
         self._pending = np.zeros(grow, np.int32)  # votes the slot's round waits for, plus one while it is sending
@@ -163,6 +164,7 @@ class ParkedRows:
         self._fed = False
         self._wakes = {name: asyncio.Event() for name in ("arrival", "ready", "room")}
         self._over: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._context = contextvars.copy_context()  # every answer's callback runs in it (not a copy for each)
 
     async def run(self, rows: Iterator[ResponseRow]) -> None:
         """Grade ``rows``; a stop ends the taking of new rows, rows in flight get ``stop.grace_s`` to finish and are
@@ -282,7 +284,7 @@ class ParkedRows:
                 sent, projected = await c.sent(member, task)
                 future = asyncio.ensure_future(sent)
                 self._pending[slot] += 1
-                future.add_done_callback(_Waiting(self, slot, place, member, task, projected))
+                future.add_done_callback(_Waiting(self, slot, place, member, task, projected), context=self._context)
         except BaseException:
             self._failed[slot] = True
             raise

@@ -1,0 +1,177 @@
+"""A batch run's rows in flight are parked on disk (:mod:`council.grading.parked`): they grade as the synchronous
+path grades them, hold little memory each while their votes wait, and a failed vote fails only its row.
+
+The judges here are a stand-in pool: every vote's future waits until the test answers it, as a vote waits in a
+provider's batch, and each answer is a verdict drawn from a hash of (row, member, round), so both paths see the same
+answers whatever order they ask in."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import hashlib
+import tracemalloc
+
+import pytest
+
+import bank
+from council.core.errors import ProviderUnavailable
+from council.core.schema import JudgeCallRecord, ResponseRow
+from council.grading.coordinator import Coordinator
+from council.grading import parked
+from council.grading.parked import Scratch
+from council.grading.stop import StopControl
+from council.protocol.config import CouncilConfig
+from council.transport.judge import JudgeTask
+
+ITEMS = {i.id: i for i in bank.load_bank(bank.SAMPLE_BANK)}
+SAMPLE = bank.load_responses(bank.SAMPLE_RESPONSES, list(ITEMS.values()))
+
+
+def drawn(row_id: str, member: str, round_: int) -> str:
+    digest = hashlib.sha256(f"{row_id}|{member}|{round_}".encode()).digest()
+    return "correct" if digest[0] % 3 else "incorrect"
+
+
+class WaitingPool:
+    """Holds every vote until :meth:`answer` (or :meth:`fail`) is called; answers as the votes' judges would."""
+
+    def __init__(self, config: CouncilConfig) -> None:
+        self.models = {m.vendor: m.judge_model for m in config.roster}
+        self.waiting: list[tuple[str, JudgeTask, asyncio.Future[JudgeCallRecord]]] = []
+        self.asked: list[tuple[str, str, int]] = []
+        self.immediately = False
+
+    def submit(self, vendor: str, task: JudgeTask) -> asyncio.Future[JudgeCallRecord]:
+        future: asyncio.Future[JudgeCallRecord] = asyncio.get_running_loop().create_future()
+        self.asked.append((task.row_id, vendor, task.round))
+        self.waiting.append((vendor, task, future))
+        if self.immediately:
+            asyncio.get_running_loop().call_soon(self.answer)
+        return future
+
+    def answer(self) -> None:
+        waiting, self.waiting = self.waiting, []
+        for vendor, task, future in waiting:
+            verdict = drawn(task.row_id, vendor, task.round)
+            future.set_result(JudgeCallRecord(
+                row_id=task.row_id, round=task.round, member=vendor, judge_model=self.models[vendor], verdict=verdict,
+                reason=f"The response is {verdict}.", ok=True, parse_status="ok", judge_prompt_version="judge-v4",
+                judge_prompt_hash="-", request_key=task.request_key, request_id=f"{task.row_id}|{vendor}|{task.round}",
+                peer_letters=task.peer_letters, cost_usd=0.001))
+
+    def fail(self, exc: BaseException, vendor: str) -> None:
+        for v, _, future in self.waiting:
+            if v == vendor:
+                future.set_exception(exc)
+        self.waiting = [w for w in self.waiting if w[0] != vendor]
+
+
+def copies(n: int) -> list[ResponseRow]:
+    return [SAMPLE[k % len(SAMPLE)].model_copy(update={"row_id": f"{SAMPLE[k % len(SAMPLE)].row_id}#{k}"})
+            for k in range(n)]
+
+
+def coordinator(config: CouncilConfig, pool: WaitingPool, tmp_path, graded: dict, **kw) -> Coordinator:  # noqa: ANN001
+    def on_graded(row: ResponseRow, records: list[JudgeCallRecord], refused: bool) -> None:
+        graded[row.row_id] = (refused, [(r.member, r.round, r.verdict, r.shadow, tuple(sorted(r.peer_letters.items())))
+                                        for r in records])
+    return Coordinator(config, ITEMS, pool, lambda record: None, on_row_graded=on_graded,  # type: ignore[arg-type]
+                       scratch_dir=tmp_path, **kw)
+
+
+@pytest.mark.parametrize("deliberate", ["disputed", "all"])
+async def test_parked_rows_grade_as_the_synchronous_path_does(tmp_path, deliberate):
+    """The same rows and answers give the same records per row, in the same order, on both paths (shadow seats, the
+    deliberation audit, round two's anonymised letters and all)."""
+    results = {}
+    for transport in ("sync", "batch"):
+        config = CouncilConfig(transport=transport, deliberate=deliberate, deliberation_audit_stop=0.0,
+                               shadow_self=True)
+        pool = WaitingPool(config)
+        pool.immediately = True
+        graded: dict = {}
+        await coordinator(config, pool, tmp_path, graded).run(SAMPLE)
+        results[transport] = graded, sorted(pool.asked)
+    (sync, sync_asked), (parked, parked_asked) = results["sync"], results["batch"]
+    assert len(sync) == len(SAMPLE)
+    assert parked == sync
+    assert parked_asked == sync_asked
+    assert any(round_ == 2 for _, records in sync.values() for _, round_, *_ in records)
+    assert not list(tmp_path.iterdir())  # the scratch files were unlinked as soon as they were open
+
+
+async def held(n: int, tmp_path) -> tuple[int, int]:  # noqa: ANN001
+    """Traced bytes held once the round-one votes of ``n`` rows all wait: in all, and by the parked rows' own code."""
+    config = CouncilConfig(transport="batch")
+    pool = WaitingPool(config)
+    graded: dict = {}
+    rows = copies(n)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.take_snapshot()
+        run = asyncio.create_task(coordinator(config, pool, tmp_path, graded).run(rows))
+        for _ in range(2000):
+            await asyncio.sleep(0.01)
+            if len(pool.waiting) == 5 * n:
+                break
+        gc.collect()
+        after = tracemalloc.take_snapshot()
+    finally:
+        tracemalloc.stop()
+    while not run.done():  # round one's answers, then round two's
+        pool.answer()
+        await asyncio.sleep(0.01)
+    await run
+    assert len(graded) == n
+    own = [tracemalloc.Filter(True, parked.__file__)]
+    return (sum(s.size_diff for s in after.compare_to(before, "filename")),
+            sum(s.size_diff for s in after.filter_traces(own).compare_to(before.filter_traces(own), "filename")))
+
+
+async def test_a_row_waiting_on_its_votes_is_parked_in_a_few_hundred_bytes(tmp_path):
+    """What a row in flight holds, from the slope between two sizes. The parked rows' own share (a slot, and per
+    vote the record of whom it is for) stays under a kilobyte. In all, with each vote's task and prompt and the
+    stand-in judges' futures (what the batch transport holds for a vote while it waits), under 5 KB: a coroutine per
+    row and per vote held about 15.7 KB a row here."""
+    small, large = 300, 1200
+    (total_small, own_small), (total_large, own_large) = await held(small, tmp_path), await held(large, tmp_path)
+    total, own = [(b - a) / (large - small) for a, b in ((total_small, total_large), (own_small, own_large))]
+    assert own < 1024, f"parked rows: {own:.0f} bytes a row in flight"
+    assert total < 5 * 1024, f"{total:.0f} bytes a row in flight"
+
+
+async def test_a_failed_vote_fails_its_row_and_a_vendor_that_cannot_be_used_stops_the_run(tmp_path):
+    config = CouncilConfig(transport="batch")
+    pool = WaitingPool(config)
+    graded: dict = {}
+    stop = StopControl(grace_s=5.0)
+    coord = coordinator(config, pool, tmp_path, graded, stop=stop)
+    rows = copies(40)
+    run = asyncio.create_task(coord.run(rows))
+    for _ in range(500):
+        await asyncio.sleep(0.01)
+        if len(pool.waiting) == 5 * len(rows):
+            break
+    pool.fail(ProviderUnavailable("openai: account suspended"), "openai")
+    while not run.done():
+        pool.answer()
+        await asyncio.sleep(0.01)
+    await run
+    assert stop.requested and coord.error is not None and "suspended" in str(coord.error)
+    # no row with an openai vote is graded (a resume asks it again); of openai's own rows, where it sits out, those
+    # that need no round two are (the stop refuses new calls)
+    assert set(graded) and set(graded) <= {r.row_id for r in rows if r.vendor == "openai"}
+
+
+def test_scratch_gives_back_a_file_once_nothing_in_it_is_needed(tmp_path):
+    scratch = Scratch(tmp_path, file_bytes=100)
+    first = [scratch.put(b"x" * 60) for _ in range(2)]  # the second fills the first file
+    later = scratch.put(b"y" * 10)
+    assert scratch.files == 2
+    assert scratch.get(first[1], 60) == b"x" * 60 and scratch.get(later, 10) == b"y" * 10
+    for where in first:
+        scratch.release(where)
+    assert scratch.files == 1
+    scratch.close()
