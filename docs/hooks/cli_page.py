@@ -6,12 +6,10 @@ from __future__ import annotations
 import argparse
 import re
 
+from markdown_text import cell
+
 from council.cli import build_parser
 from council.console.exits import EXIT_CODES
-
-
-def _cell(text: str) -> str:
-    return " ".join(str(text).split()).replace("|", "\\|")
 
 
 def _code(text: str) -> str:
@@ -38,7 +36,7 @@ def _help(action: argparse.Action, formatter: argparse.HelpFormatter) -> str:
     text = formatter._expand_help(action) if action.help else ""
     if action.choices and not isinstance(action, argparse._SubParsersAction):
         text += " (one of: " + ", ".join(f"`{c}`" for c in action.choices) + ")"
-    return _cell(text)
+    return cell(text)
 
 
 def _epilog(text: str | None) -> list[str]:
@@ -52,13 +50,13 @@ def _epilog(text: str | None) -> list[str]:
         for line in codes.splitlines():
             match = re.match(r"\s*(\d+)\s+(.*)", line)
             if match:
-                out.append(f"| {match[1]} | {_cell(match[2])} |")
+                out.append(f"| {match[1]} | {cell(match[2])} |")
     return [*out, ""]
 
 
 def command_section(name: str, summary: str, sub: argparse.ArgumentParser) -> list[str]:
     formatter = sub._get_formatter()
-    out = [f"## council {name}", "", f"*{_cell(summary)}*", "", " ".join((sub.description or "").split()), "",
+    out = [f"## council {name}", "", f"*{cell(summary)}*", "", " ".join((sub.description or "").split()), "",
            "```text", sub.format_usage().strip(), "```", ""]
     for group in sub._action_groups:
         actions = [a for a in group._group_actions if a.help != argparse.SUPPRESS
@@ -73,7 +71,7 @@ def command_section(name: str, summary: str, sub: argparse.ArgumentParser) -> li
 
 def exit_codes_table() -> str:
     """Every exit code of ``council`` (``council.console.exits.EXIT_CODES``) as a Markdown table."""
-    rows = [f"| {code} | {_cell(meaning)} |" for code, meaning in EXIT_CODES]
+    rows = [f"| {code} | {cell(meaning)} |" for code, meaning in EXIT_CODES]
     return "\n".join(["| exit code | meaning |", "| --- | --- |", *rows])
 
 
@@ -92,7 +90,7 @@ def cli_page() -> str:
            "`council --help` lists the commands, `council COMMAND --help` a command's options, each with its "
            "default. A command takes only the options it reads.", "",
            "| command | what it does |", "| --- | --- |"]
-    out += [f"| [`{name}`](#council-{name}) | {_cell(summary)} |" for name, summary, _ in listed]
+    out += [f"| [`{name}`](#council-{name}) | {cell(summary)} |" for name, summary, _ in listed]
     out += ["", "Exit codes of every command:", "", exit_codes_table(), ""]
     for name, summary, sub in listed:
         out += command_section(name, summary, sub)

@@ -7,14 +7,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from markdown_text import cell
+
 from council.protocol.config import CouncilConfig, VendorSettings
 from council.protocol.configfile import COMMENTS, example_toml
 
 BOUNDS = (("minimum", ">="), ("exclusiveMinimum", ">"), ("maximum", "<="), ("exclusiveMaximum", "<"))
-
-
-def _cell(text: str) -> str:
-    return " ".join(str(text).split()).replace("|", "\\|")
 
 
 def _type(prop: dict[str, Any]) -> str:
@@ -54,12 +52,14 @@ def _table(schema: dict[str, Any], defaults: dict[str, Any], prefix: str) -> lis
     for name, prop in schema["properties"].items():
         if "$ref" in prop:
             default = "its table's defaults"
+        elif name == "roster":
+            default = "[the default roster](#the-default-roster)"
         elif name in required:
             default = "required"
         else:
             default = _default(defaults.get(name))
         out.append(f"| `{name}` | {_type(prop)} | {default} | {_bounds(prop)} | "
-                   f"{_cell(COMMENTS.get(prefix + name, ''))} |")
+                   f"{cell(COMMENTS.get(prefix + name, ''))} |")
     return out
 
 
@@ -85,7 +85,7 @@ def config_page() -> str:
            "`COUNCIL_<FIELD>__<KEY>` for a key inside a table: `COUNCIL_JUDGE__TEMPERATURE=0.2`) override the file, "
            "and command-line options override both. An unknown field is an error.", "",
            "## CouncilConfig", "", "The whole file.", "", *_table(schema, defaults, ""), "",
-           "The default roster:", "", "| vendor | judge model | reserve |", "| --- | --- | --- |",
+           "### The default roster", "", "| vendor | judge model | reserve |", "| --- | --- | --- |",
            *[f"| `{m['vendor']}` | `{m['judge_model']}` | {'yes' if m['reserve'] else ''} |" for m in defaults["roster"]]]
     prefixes = _prefixes(schema)
     for name, sub in schema["$defs"].items():
@@ -95,7 +95,7 @@ def config_page() -> str:
         if field == "vendors":  # a vendor not listed has these
             sub_defaults = VendorSettings().model_dump(mode="json")
         out += ["", f"## {name}", "", f"The `{field}` table." if field else "",
-                _cell(sub.get("description", "")), "", *_table(sub, sub_defaults, f"{field}.")]
+                cell(sub.get("description", "")), "", *_table(sub, sub_defaults, f"{field}.")]
     out += ["", "## The example `council init` writes", "", "```toml", example_toml().rstrip(), "```"]
     return "\n".join(out) + "\n"
 

@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+from markdown_text import cell
+
 from council.store.run_fields import FILES, SUMMARY, Described
 
 
 def _table(head: str, entries: dict[str, Described]) -> list[str]:
     out = [f"| {head} | what it holds | when it is there |", "| --- | --- | --- |"]
-    out += [f"| `{name}` | {what.replace('|', chr(92) + '|')} | {when or 'every run'} |"
+    out += [f"| `{name}` | {cell(what)} | {cell(when or 'every run')} |"
             for name, (what, when) in entries.items()]
     return out
 
