@@ -5,6 +5,7 @@ output no longer matches, fails here; a skipped block is reported with its reaso
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -53,6 +54,13 @@ def test_every_page_of_the_site_is_run_and_the_readme_too() -> None:
     assert "README.md" in run and "docs/quickstart.md" in run
     assert {f"docs/{p}" for p in nav_pages()} >= {str(p.relative_to(REPO)) for p in PAGES[1:]}, \
         "a hand-written page the site's nav does not list"
+
+
+def test_the_readme_is_short_and_types_no_timing_or_date() -> None:
+    """At most 150 lines; a figure measured on a machine belongs on the benchmarks page, rendered from its file."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 150
+    assert not re.search(r"\b\d{4}-\d{2}-\d{2}\b|\b\d+(?:\.\d+)? ?(?:s|ms|h|seconds|minutes|hours)\b", text)
 
 
 # -- the harness itself ------------------------------------------------------------------------------------------
