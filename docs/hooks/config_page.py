@@ -83,7 +83,8 @@ def config_page() -> str:
            "`--config FILE` takes TOML (`.toml`) or JSON (any other name). `council init` writes every field at its "
            "default with the comment shown here. Environment variables `COUNCIL_<FIELD>` (and "
            "`COUNCIL_<FIELD>__<KEY>` for a key inside a table: `COUNCIL_JUDGE__TEMPERATURE=0.2`) override the file, "
-           "and command-line options override both. An unknown field is an error.", "",
+           "and command-line options override both. An unknown field is an error. The JSON Schema of the same object: "
+           "[`config.schema.json`](config.schema.json).", "",
            "## CouncilConfig", "", "The whole file.", "", *_table(schema, defaults, ""), "",
            "### The default roster", "", "| vendor | judge model | reserve |", "| --- | --- | --- |",
            *[f"| `{m['vendor']}` | `{m['judge_model']}` | {'yes' if m['reserve'] else ''} |" for m in defaults["roster"]]]

@@ -22,6 +22,8 @@ def run_folder_page() -> str:
            "appended and flushed as each call returns; the summary is computed by re-reading the archive, so "
            "`council rescore RUN` rebuilds `verdicts.jsonl`, `summary.json` and the tables from the archive alone.",
            "", "## Files", "", *_table("file", FILES), "",
+           "The columns of `scores.csv` and `leaderboard.csv`: [tables for data tools]"
+           "(../statistics.md#tables-for-data-tools).", "",
            "## summary.json", "",
            "Every top-level field, under stable names. [Statistics](../statistics.md) explains how the figures "
            "are computed and read.", "", *_table("field", SUMMARY)]
