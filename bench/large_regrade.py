@@ -19,8 +19,8 @@ plus the growth per row), disk (the run folder's bytes per row) and time at the 
 bound T* (each vendor's requests and tokens over its sustainable rate) for the sample at the measured unanimity,
 scaled to the rows; a vendor whose page states no limit, or no figure (its console shows it), does not bind, and
 the latter are named. Last, one JSON object with every figure,
-also written to ``--out`` (``bench/results/large_regrade.json``), from which ``docs/benchmarks.md`` is rendered
-(``python bench/support/render_docs.py``).
+also written to ``--out`` (``bench/results/large_regrade.json``), from which the docs site's benchmarks page is
+rendered when the site is built (``bench/support/render_docs.py``).
 
 The check (exit 1 when it fails): every row graded in every run; peak RSS grows by at most
 ``MAX_RSS_BYTES_PER_ROW`` per extra row on the synchronous side and ``MAX_BATCH_RSS_BYTES_PER_ROW`` on the batch

@@ -1,13 +1,28 @@
-"""``docs/benchmarks.md`` is the page rendered from the bench scripts' output files: a figure typed on it, or a
-result file a bench rewrote without the page, fails here."""
+"""The benchmarks page of the docs site is rendered, when the site is built, from the bench scripts' output files:
+a page that is not what the results render to (a figure typed, a committed copy, a results file left out) fails
+here."""
 
 from __future__ import annotations
 
+import json
+
 from bench.support import render_docs
+from tests.docs._site import DOCS, hook, nav_pages
 
 
 def test_the_benchmark_page_is_rendered_from_the_bench_results() -> None:
-    assert render_docs.PAGE.read_text() == render_docs.render(), "run python bench/support/render_docs.py"
+    assert hook().generated_pages()["benchmarks.md"] == render_docs.render()
+    assert "benchmarks.md" in nav_pages()
+    assert not (DOCS / "benchmarks.md").exists(), "the page is generated at build time: remove the committed copy"
+
+
+def test_every_results_file_is_on_the_page_with_its_machine_and_date() -> None:
+    page = render_docs.render()
+    results = sorted(render_docs.RESULTS.glob("*.json"))
+    assert results and {p.name for p in results} <= set(render_docs.SECTIONS), "a results file no section renders"
+    for path in results:
+        machine = json.loads(path.read_text())["machine"]
+        assert f"{machine['cpus']} cores, {machine['memory_gb']} GiB" in page and f"run on {machine['date']}" in page
 
 
 def test_every_figure_of_a_large_regrade_comes_from_its_file() -> None:

@@ -1,9 +1,8 @@
-"""``docs/benchmarks.md`` rendered from the bench scripts' output files (``bench/results/*.json``), never typed: a
-figure on the page is the one the bench wrote, with the machine and the date it ran. ``tests/test_benchmark_page.py``
-fails when the page and the files disagree.
+"""The docs site's benchmarks page, rendered from the bench scripts' output files (``bench/results/*.json``) when
+the site is built (``docs/hooks/build.py``), never typed or committed: a figure on the page is the one the bench
+wrote, with the machine and the date it ran. ``tests/test_benchmark_page.py`` checks it.
 
-    python bench/support/render_docs.py          # rewrite the page from the results
-    python bench/support/render_docs.py --check  # exit 1 when the page is stale
+    python bench/support/render_docs.py          # print the page
 """
 
 from __future__ import annotations
@@ -15,12 +14,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "bench" / "results"
-PAGE = ROOT / "docs" / "benchmarks.md"
 
 HEAD = """# Benchmarks
 
-Every figure on this page is rendered from a bench script's output file under `bench/results/`
-(`python bench/support/render_docs.py`); none is typed by hand. Each section names the command that wrote it,
+Every figure on this page is rendered, when the site is built, from a bench script's output file under
+`bench/results/`; none is typed by hand. Each section names the command that wrote it,
 and the machine and date it ran on. Rerun the command to measure your own machine.
 """
 
@@ -127,16 +125,8 @@ def render() -> str:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--check", action="store_true", help="exit 1 when docs/benchmarks.md is not the rendered page")
-    args = ap.parse_args()
-    page = render()
-    if args.check:
-        stale = not PAGE.exists() or PAGE.read_text() != page
-        if stale:
-            print(f"{PAGE.relative_to(ROOT)} is stale: run python bench/support/render_docs.py", file=sys.stderr)
-        return 1 if stale else 0
-    PAGE.write_text(page)
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
+    sys.stdout.write(render())
     return 0
 
 

@@ -1,6 +1,6 @@
 """Where a bench leaves its figures for the docs: ``bench/results/<name>.json``, the figures it printed as its last
-line with the machine and the date it ran (``docs/benchmarks.md`` is rendered from these files:
-``bench/support/render_docs.py``)."""
+line with the machine and the date it ran (the docs site's benchmarks page is rendered from these files
+when the site is built: ``bench/support/render_docs.py``)."""
 
 from __future__ import annotations
 

@@ -31,8 +31,8 @@ Anthropic's ``/v1/messages/batches``; ``council.sim._batches``), in their docume
 provider's own API under a prefix naming its host (``/api.openai.com/v1``, ``/api.anthropic.com/v1``,
 ``/generativelanguage.googleapis.com/v1beta/openai``, ...; ``council.sim._hosts``), native ids only. With
 ``SimConfig.api_rules`` (the default) each maker's documented request rules apply (``council.sim._apis``,
-listed with the pages they follow in ``docs/sim-config.md``): reasoning models refuse the parameters their API
-refuses, and their reasoning comes out of the output cap and is billed as output.
+listed with the pages they follow in the docs' ``reference/sim-config.md``): reasoning models refuse the
+parameters their API refuses, and their reasoning comes out of the output cap and is billed as output.
 """
 
 from council.sim._config import ModelBehaviour, ProbeProfile, SimConfig, VendorBehaviour

@@ -1,8 +1,8 @@
 """The providers' documented request rules, as the embedded provider plays them (``SimConfig.api_rules``).
 
 Written from each provider's own documentation, not from the council's code: every rule names the page it follows
-(``Rule.pages``, listed in ``docs/sim-config.md``). A rule knows a family of models by the sim world's ids
-(``council.sim._world``), matched case-insensitively on the whole id, in their OpenRouter-style
+(``Rule.pages``, listed in the docs' ``reference/sim-config.md``). A rule knows a family of models by the sim
+world's ids (``council.sim._world``), matched case-insensitively on the whole id, in their OpenRouter-style
 (``openai/gpt-5``) and native (``gpt-5``, ``models/gemini-2.5-pro`` once the Gemini face drops ``models/``) forms.
 
 :func:`plan` reads a request's parameters as the model's maker would and answers either an :class:`ApiError`
@@ -99,7 +99,7 @@ class Rule:
     maker: str  # the world's vendor
     models: str  # the ids it knows, as the documentation lists them
     pattern: re.Pattern[str]
-    does: str  # what the maker refuses or does, for docs/sim-config.md
+    does: str  # what the maker refuses or does, for the docs' reference/sim-config.md
     pages: tuple[str, ...]
     check: Check
     efforts: tuple[str, ...] = ()

@@ -1,6 +1,6 @@
-"""The embedded provider's configuration documented from its models: ``docs/sim-config.md`` and
-``docs/sim-config.schema.json`` are what :func:`sim_config_doc` and :func:`sim_config_schema_json` return
-(a test keeps the files equal to them, so they never go stale).
+"""The embedded provider's configuration documented from its models: the docs site's ``reference/sim-config.md``
+and ``reference/sim-config.schema.json`` are what :func:`sim_config_doc` and :func:`sim_config_schema_json` return,
+generated when the site is built (``docs/hooks/build.py``), so they never go stale.
 
 Each field's type is its annotation as written in :mod:`council.sim._config`, its default the model's, its
 bounds pydantic's, and its description the docstring under it.
@@ -21,8 +21,8 @@ from council.sim._config import ModelBehaviour, ProbeProfile, SimConfig, VendorB
 from council.sim._hosts import HOSTS, OPENROUTER_API
 
 MODELS: tuple[type[BaseModel], ...] = (SimConfig, VendorBehaviour, ProbeProfile, ModelBehaviour)
-DOC_PATH = "docs/sim-config.md"
-SCHEMA_PATH = "docs/sim-config.schema.json"
+DOC_PATH = "docs/reference/sim-config.md"  # where the site build puts it
+SCHEMA_PATH = "docs/reference/sim-config.schema.json"
 
 
 def field_docs(model: type[BaseModel]) -> dict[str, tuple[str, str]]:
@@ -66,7 +66,7 @@ def _cell(text: str) -> str:
 
 
 def sim_config_doc() -> str:
-    """``docs/sim-config.md``: every model of the embedded provider's configuration, every field with its type,
+    """``reference/sim-config.md``: every model of the embedded provider's configuration, every field with its type,
     default, bounds and docstring."""
     out = [
         "# The embedded provider's configuration",
@@ -96,7 +96,7 @@ def _pages(pages: tuple[str, ...]) -> str:
 
 
 def provider_behaviours() -> list[str]:
-    """The section of ``docs/sim-config.md`` that lists each provider behaviour the provider plays and the page
+    """The section of ``reference/sim-config.md`` that lists each provider behaviour the provider plays and the page
     it follows, from the rules (``council.sim._apis.RULES``) and the hosts (``council.sim._hosts.HOSTS``)."""
     out = [
         "", "## The providers' behaviours", "",
@@ -141,5 +141,5 @@ def sim_config_schema() -> dict[str, Any]:
 
 
 def sim_config_schema_json() -> str:
-    """``docs/sim-config.schema.json``: :func:`sim_config_schema` as indented JSON."""
+    """``reference/sim-config.schema.json``: :func:`sim_config_schema` as indented JSON."""
     return json.dumps(sim_config_schema(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"

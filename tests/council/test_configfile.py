@@ -207,11 +207,14 @@ def test_the_example_s_commented_vendor_and_budget_load_when_uncommented(tmp_pat
 
 
 def test_sim_config_docs_are_what_the_models_generate():
-    """``docs/sim-config.md`` and ``docs/sim-config.schema.json`` are regenerated with
-    ``python -c "from council.sim import *; open('docs/sim-config.md','w').write(sim_config_doc());
-    open('docs/sim-config.schema.json','w').write(sim_config_schema_json())"``."""
-    assert (REPO / "docs" / "sim-config.md").read_text(encoding="utf-8") == sim_config_doc()
-    assert (REPO / "docs" / "sim-config.schema.json").read_text(encoding="utf-8") == sim_config_schema_json()
+    """The docs site's reference of the embedded provider's configuration and its JSON Schema are generated from
+    the models when the site is built (``docs/hooks/build.py``), never committed."""
+    from tests.docs._site import hook
+
+    pages = hook().generated_pages()
+    assert pages["reference/sim-config.md"] == sim_config_doc()
+    assert pages["reference/sim-config.schema.json"] == sim_config_schema_json()
+    assert not (REPO / "docs" / "reference" / "sim-config.md").exists()
     assert json.loads(sim_config_schema_json()) == SimConfig.model_json_schema() == sim_config_schema()
 
 
@@ -230,9 +233,12 @@ def test_every_sim_field_is_documented_with_its_type_and_default():
     assert "| `default` | `VendorBehaviour` | `VendorBehaviour()` (its defaults) |" in doc
 
 
-def test_the_readme_points_to_the_sim_config_reference():
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    assert "docs/sim-config.md" in readme and "docs/sim-config.schema.json" in readme
+def test_the_docs_point_to_the_sim_config_reference():
+    from tests.docs._site import nav_pages
+
+    assert "reference/sim-config.md" in nav_pages()
+    guide = (REPO / "docs" / "embedded-provider.md").read_text(encoding="utf-8")
+    assert "(reference/sim-config.md)" in guide and "(reference/sim-config.schema.json)" in guide
 
 
 def test_a_near_miss_of_a_field_name_is_warned_about_and_other_variables_are_not():

@@ -217,9 +217,10 @@ async def test_the_setting_is_recorded_and_only_the_layout_differs(runs):
 
 
 async def test_the_readme_states_what_this_test_measures(runs):
-    """The guide's containment figures are the row flip rates measured here on the forged-structure rows."""
+    """The docs' containment figures (the site's home) are the row flip rates measured here on the forged-structure
+    rows."""
     folders, kind_of, _ = runs
-    readme = " ".join((Path(__file__).resolve().parents[2] / "docs" / "guide.md").read_text(encoding="utf-8").split())
+    readme = " ".join((Path(__file__).resolve().parents[2] / "docs" / "index.md").read_text(encoding="utf-8").split())
     said = re.search(r"graded correct ([\d.]+)% of the time with containment and ([\d.]+)% without "
                      r"\(`tests/council/test_injection.py`, seed 0, (\d+) rows\)", readme)
     assert said is not None
