@@ -4,13 +4,17 @@ open batch should end."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import asyncio
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 from council.batching.api import Polled
 from council.batching.journal import BatchEntry
 from council.core.errors import ProviderUnavailable
 from council.transport.batch_formats import BatchError, BatchOutcome, iter_results
+
+T = TypeVar("T")
 
 FOLDER = "batches"  # beside the journal: batches being written, and results being read
 RESEND = frozenset({"batch_expired", "batch_cancelled", "expired", "canceled", "missing", "api_error",
@@ -32,6 +36,16 @@ def outcomes(api: str, vendor: str, entry: BatchEntry, path: Path | None) -> Ite
     for cid in entry.keys:
         if cid not in seen:
             yield cid, BatchError("missing", None, f"no result in batch ({entry.status})")
+
+
+async def breathing(read: Iterator[T], every: int = 64) -> AsyncIterator[T]:
+    """``read``, with a pause every ``every`` items for the votes answered so far to be taken in before more are
+    made: else the records of a batch's answers are all alive at once (about 250 MB when four vendors' batches of
+    28,800 rows end together)."""
+    for n, item in enumerate(read, 1):
+        yield item
+        if not n % every:
+            await asyncio.sleep(0)
 
 
 def resendable(outcome: BatchOutcome) -> bool:

@@ -34,7 +34,7 @@ from typing import Any, Protocol
 
 from council.batching.api import QUEUE_CODES, TRANSIENT_CODES, BatchApi, BatchGone, Polled, QueueFull, Unsure
 from council.batching.journal import BatchEntry, Journal
-from council.batching.results import FOLDER, expected_end, outcomes, resendable
+from council.batching.results import FOLDER, breathing, expected_end, outcomes, resendable
 from council.core import logs
 from council.core.errors import ProviderError, ProviderUnavailable
 from council.protocol.config import BatchSettings, VendorSettings
@@ -324,6 +324,7 @@ class BatchSender:
                 await self._room.wait()
                 continue
             await self._send(taken)
+            del taken  # its requests wait in _wants, not in this frame until the next cut (their records with them)
 
     def _take(self, most: int, room_tokens: int | None) -> list[Request]:
         """Up to ``most`` requests for the next batch within ``room_tokens``: those made already first, then the
@@ -519,7 +520,8 @@ class BatchSender:
         _log.info("batch.ended", vendor=self.vendor, batch_id=entry.batch_id, status=polled.status, **polled.counts)
         again: list[Request] = []
         unread = 0
-        for cid, outcome in outcomes(self.api.api, self.vendor, entry, path if polled.status != "failed" else None):
+        async for cid, outcome in breathing(outcomes(self.api.api, self.vendor, entry,
+                                                     path if polled.status != "failed" else None)):
             request = self._wants.get(cid)
             if request is None or self._holder.get(cid) != entry.local:
                 unread += 1
@@ -559,7 +561,7 @@ class BatchSender:
                         self._gone(entry)
                         path = None
             lost: list[Request] = []
-            for cid, outcome in outcomes(self.api.api, self.vendor, entry, path):
+            async for cid, outcome in breathing(outcomes(self.api.api, self.vendor, entry, path)):
                 request = self._wants.get(cid)
                 if request is None or self._holder.get(cid) != entry.local:
                     continue
@@ -594,3 +596,4 @@ class BatchSender:
             self._deliver(request.custom_id, BatchError("chat_error", exc.status, str(exc)), None)
             return
         self._deliver(request.custom_id, Reply(result.content, result.finish_reason, result.usage), None)
+

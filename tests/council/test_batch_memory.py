@@ -19,7 +19,8 @@ import bank
 from council.batching.api import OpenAIBatches
 from council.batching.journal import Journal
 from council.batching.judge import BatchJudge
-from council.core.schema import MemberSpec
+from council.batching.results import breathing
+from council.core.schema import JudgeCallRecord, MemberSpec
 from council.core.vendors import DEFAULT_ROSTER
 from council.grading.stop import Stopped
 from council.protocol.config import BatchSettings, Endpoint, JudgeParams, VendorSettings
@@ -83,3 +84,53 @@ async def test_the_batch_transport_holds_under_a_kilobyte_a_row_in_flight(tmp_pa
         b = await held_bytes(large, url, tmp_path / "large")
     per_row = (b - a) / (large - small)
     assert 0 < per_row <= BOUND, f"{per_row:.0f} bytes a row in flight (bound {BOUND})"
+
+
+def records_alive(rows: set[str]) -> int:
+    return sum(1 for o in gc.get_objects() if type(o) is JudgeCallRecord and o.row_id in rows)
+
+
+async def test_answered_votes_are_freed_once_taken_while_the_judges_run_on(tmp_path):
+    """Once a batch's votes are answered and their records taken, nothing of the batch judges holds them while the
+    judges wait for more work (the cut that sent them kept its requests, and with them every answer of the batch,
+    until the next cut: 250 MB for four vendors' batches of 28,800 rows)."""
+    votes = tasks(60)
+    rows = {t.row_id for _, t in votes}
+    with sim_process(SimConfig(seed=0, batch_completion_s=0.5), tmp_path) as url:
+        journal = Journal(tmp_path)
+        judges = {v: BatchJudge(MemberSpec(vendor=v, judge_model=m), PARAMS, OpenAIBatches(Endpoint(base_url=url), v),
+                                journal, settings=VendorSettings(), batch=BatchSettings(flush_s=0.1, poll_s=0.2),
+                                prices=(1.0, 1.0)) for v, m in SEATS.items()}
+        try:
+            records = await asyncio.wait_for(asyncio.gather(*(judges[v].submit(t) for v, t in votes)), 60)
+            assert len(records) == len(votes) and records_alive(rows) >= len(votes)
+            del records
+            await asyncio.sleep(0.3)  # the judges wait for more votes
+            gc.collect()
+            assert records_alive(rows) == 0
+        finally:
+            for j in judges.values():
+                await j.close()
+            journal.close()
+
+
+async def test_a_batch_read_pauses_for_its_answers_to_be_taken_in():
+    """The outcomes of an ended batch are read with a pause every ``every``: a task that takes the answers in runs
+    between the steps, so at most ``every`` answers wait for it."""
+    taken: list[int] = []
+    most_waiting = 0
+
+    async def take_in() -> None:
+        while True:
+            await asyncio.sleep(0)
+            taken.append(len(read))
+
+    read: list[int] = []
+    taker = asyncio.create_task(take_in())
+    await asyncio.sleep(0)
+    async for item in breathing(iter(range(1000)), every=64):
+        read.append(item)
+        most_waiting = max(most_waiting, len(read) - (taken[-1] if taken else 0))
+    taker.cancel()
+    assert read == list(range(1000))
+    assert most_waiting <= 64
