@@ -73,11 +73,14 @@ def test_a_signal_stops_cleanly_and_the_run_resumes(tmp_path, provider, whole, b
     with command(council("run", "--run-id", "cut", *common, "--config", str(config)),
                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
         deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and sum(archived_calls(runs / "cut")[1:] if (runs / "cut").exists()
-                                                  else (0, 0)) < 0.3 * total:
+        in_flight, at_signal = 0, {}
+        while time.monotonic() < deadline and proc.poll() is None:  # a moment with calls in flight, once 30% is in
+            if sum(archived_calls(runs / "cut")[1:] if (runs / "cut").exists() else (0, 0)) >= 0.3 * total:
+                at_signal = stats(provider)
+                in_flight = at_signal["requests"] - sum(at_signal[k] for k in ("billed", "rate_limited", "errors"))
+                if in_flight > 0:
+                    break
             time.sleep(0.05)
-        at_signal = stats(provider)
-        in_flight = at_signal["requests"] - at_signal["billed"] - at_signal["rate_limited"] - at_signal["errors"]
         assert in_flight > 0, at_signal  # the signal lands while calls are in flight
         signalled = time.monotonic()
         os.killpg(proc.pid, signum)  # the whole group, as a terminal's Ctrl-C
