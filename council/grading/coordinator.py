@@ -2,7 +2,9 @@
 
 Rounds are pipelined per row: a row's round two starts as soon as its own round one is complete, while
 other rows are still in round one. There is no run-wide barrier. Each vote's record goes to the archive
-(``on_record``) the moment it returns, before the row moves on.
+(``on_record``) the moment it returns, before the row moves on. A run with a vendor on a batch API, whose rows wait
+minutes or hours for their votes, parks each row in flight on disk instead of holding it in a coroutine
+(:mod:`council.grading.parked`), through the same steps.
 
 A vote already in the archive is not asked again: a resumed run passes the votes it had archived
 (matched by row, member, round and request key), and ``--reuse-from`` passes another run's votes (matched
@@ -404,7 +406,7 @@ class Coordinator:
         reuse = self._reusable.get(task.request_key)
         if reuse is not None:
             source_run, record = reuse
-            copy = record.model_copy(update={"row_id": task.row_id, "peer_letters": task.peer_letters,
+            copy = record.model_copy(update={"row_id": task.row_id, "peer_letters": dict(task.peer_letters),
                                              "reused_from": source_run, "shadow": task.shadow})
             self._on_record(copy)
             self.served_from_archive += 1
