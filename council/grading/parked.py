@@ -27,6 +27,7 @@ import tempfile
 from array import array
 from collections import deque
 from collections.abc import Awaitable, Iterator
+from dataclasses import fields
 from pathlib import Path
 from typing import Protocol
 
@@ -123,6 +124,33 @@ class Scratch:
         self._live.clear()
 
 
+class ParkedTask(JudgeTask):
+    """A vote's task whose prompt is parked on disk: ``body`` reads it back each time the judge needs it (to pack, to
+    make the request, to repair it, to record the vote), so a vote waiting on a batch does not hold its prompt. Sent to
+    another process (a Ray actor), it goes as a plain :class:`JudgeTask` with its prompt."""
+
+    __slots__ = ("_scratch", "_where", "_length")
+    _scratch: Scratch
+    _where: int
+    _length: int
+
+    @classmethod
+    def of(cls, task: JudgeTask, scratch: Scratch, where: int, length: int) -> ParkedTask:
+        parked = object.__new__(cls)
+        for f in fields(JudgeTask):  # the slots, set under the frozen dataclass's __setattr__ (and the body property)
+            JudgeTask.__dict__[f.name].__set__(parked, "" if f.name == "body" else getattr(task, f.name))
+        for name, value in (("_scratch", scratch), ("_where", where), ("_length", length)):
+            cls.__dict__[name].__set__(parked, value)
+        return parked
+
+    @property  # type: ignore[override]
+    def body(self) -> str:
+        return self._scratch.get(self._where, self._length).decode()
+
+    def __reduce__(self) -> tuple[type[JudgeTask], tuple[object, ...]]:
+        return JudgeTask, tuple(getattr(self, f.name) for f in fields(JudgeTask))
+
+
 class _Waiting:
     """A vote sent for a parked row: where its record goes, and what the coordinator needs to take its answer in."""
 
@@ -149,7 +177,9 @@ class ParkedRows:
         self._c = coordinator
         seats = len(coordinator.config.roster)
         self._first = seats * (2 if coordinator.config.shadow_self else 1)  # round one's places: panel, shadow seats
-        places = 1 + self._first + seats  # the row, round one's places, round two's (one per member)
+        self._second_end = 1 + self._first + seats  # round two's records: one per member
+        # the row, round one's records, round two's, then the prompts: round one's (all its votes share it), round two's
+        places = self._second_end + 1 + seats
         self._where = np.zeros((grow, places), np.int64)
         self._length = np.zeros((grow, places), np.int32)  # 0: nothing in this place
         self._pending = np.zeros(grow, np.int32)  # votes the slot's round waits for, plus one while it is sending
@@ -259,7 +289,7 @@ class ParkedRows:
         slot = self._take()
         self._keep(slot, 0, row.model_dump_json().encode())
         self._round[slot] = 1
-        await self._send(slot, 1, c.first(item, row, members, shadows))
+        await self._send(slot, 1, self._second_end, c.first(item, row, members, shadows))
 
     async def _second(self, slot: int) -> None:
         c = self._c
@@ -268,19 +298,29 @@ class ParkedRows:
         round1 = {r.member: r for r in self._records(slot, 1, 1 + self._first) if not r.shadow}
         role = await c.role(item, row, members, round1, None)
         self._round[slot] = 2
-        await self._send(slot, 1 + self._first, [] if role == "skipped" else c.seconds(item, row, members, round1))
+        await self._send(slot, 1 + self._first, self._second_end + 1,
+                         [] if role == "skipped" else c.seconds(item, row, members, round1))
 
-    async def _send(self, slot: int, first_place: int, votes: list[tuple[MemberSpec, JudgeTask]]) -> None:
+    async def _send(self, slot: int, first_place: int, prompt_place: int,
+                    votes: list[tuple[MemberSpec, JudgeTask]]) -> None:
         """Send a round's votes of the slot's row (a vote already answered, by the archive or another run, is parked
-        at once). The round is complete once every vote is sent and answered."""
+        at once), each with its prompt parked from ``prompt_place`` on (a prompt the votes share, once). The round is
+        complete once every vote is sent and answered."""
         c = self._c
         self._pending[slot] = 1  # held while sending: answers that come in meanwhile do not complete the round
+        parked: dict[int, tuple[int, int]] = {}  # id of a prompt -> where it is
         try:
             for place, (member, task) in enumerate(votes, first_place):
                 known = c.known(member, task)
                 if known is not None:
                     self._keep(slot, place, known.model_dump_json().encode())
                     continue
+                at = parked.get(id(task.body))
+                if at is None:
+                    prompt = prompt_place + len(parked)
+                    self._keep(slot, prompt, task.body.encode())
+                    at = parked[id(task.body)] = int(self._where[slot, prompt]), int(self._length[slot, prompt])
+                task = ParkedTask.of(task, self._scratch, *at)
                 sent, projected = await c.sent(member, task)
                 future = asyncio.ensure_future(sent)
                 self._pending[slot] += 1
@@ -327,7 +367,7 @@ class ParkedRows:
     def _end(self, slot: int) -> None:
         row = self._row(slot)
         first = [r for r in self._records(slot, 1, 1 + self._first) if not r.shadow]
-        second = self._records(slot, 1 + self._first, self._where.shape[1])
+        second = self._records(slot, 1 + self._first, self._second_end)
         self._give_back(slot)
         self._c.graded(row, [*first, *second], False)
 
