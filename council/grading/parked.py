@@ -2,10 +2,12 @@
 
 A batch answers in minutes or hours, so a run through the batch APIs keeps tens of thousands of rows in flight
 (``batch.rows_in_flight``). Graded as a synchronous run grades them (a coroutine per row, one per vote), each row held
-its coroutines, itself and its round-one records while it waited: about 24 KB of Python heap a row. Here a row in
-flight is a slot of a few arrays: the row, and each of its votes' records as it comes in, are written to a scratch file
-and read back when the row moves on (its round one complete: to round two, or to its end; its round two complete: to
-its end). Per vote waiting there is its future and a small record of whom it is for.
+its coroutines, itself, its prompts and its round-one records while it waited: about 24 KB of Python heap a row on
+the sample, more with longer responses. Here a row in flight is a slot of a few arrays: the row, each prompt and each
+of its votes' records as it comes in are written to a scratch file and read back when needed (a prompt when the judge
+packs, sends, repairs or records its vote: :class:`ParkedTask`; the row and its records when it moves on, its round one
+complete, to round two or to its end, its round two complete, to its end). Per vote waiting there is its task without
+its prompt, its future and a small record of whom it is for: about 3.5 KB a row, whatever the length of its prompts.
 
 The protocol is the coordinator's, step for step (:meth:`Coordinator.panel`, :meth:`~Coordinator.first`,
 :meth:`~Coordinator.role`, :meth:`~Coordinator.seconds`, :meth:`~Coordinator.graded`); only the waiting differs. Three
