@@ -224,14 +224,8 @@ class Coordinator:
                     start()
                 try:
                     await handle(thing)
-                except BudgetExhausted:
-                    self.stop.request("budget")
-                    return
-                except Stopped:
-                    return
-                except ProviderUnavailable as exc:
-                    self.error = self.error or exc
-                    self.stop.request("error", str(exc))
+                except (BudgetExhausted, Stopped, ProviderUnavailable) as exc:
+                    self.stopped_by(exc)
                     return
 
         start()
@@ -250,6 +244,15 @@ class Coordinator:
                 ended.result()
         finally:
             stopping.cancel()
+
+    def stopped_by(self, exc: BudgetExhausted | Stopped | ProviderUnavailable) -> None:
+        """What a row's failure means for the run: a spent budget or a vendor that cannot be used stops it (the
+        vendor's error kept); a stop is already under way."""
+        if isinstance(exc, BudgetExhausted):
+            self.stop.request("budget")
+        elif isinstance(exc, ProviderUnavailable):
+            self.error = self.error or exc
+            self.stop.request("error", str(exc))
 
     async def _elicit(self, task) -> ElicitedRecord:  # noqa: ANN001
         out = self.config.elicit_max_tokens + reasoning_headroom(task.model, task.vendor, self.config.judge)
@@ -281,19 +284,24 @@ class Coordinator:
                 return f"prompt of about {tokens:,} tokens is over {m.vendor}'s context of {context:,} tokens"
         return None
 
-    def panel(self, row: ResponseRow) -> tuple[BankItem, list[MemberSpec], list[MemberSpec], str | None]:
-        """The row's item, its panel (empty when the row is refused), its shadow seats and why it is refused, if it
-        is (reported through ``on_refused``)."""
+    def seats(self, row: ResponseRow) -> tuple[BankItem, list[MemberSpec], list[MemberSpec]]:
+        """The row's item, its panel and its shadow seats, by the protocol (before any refusal)."""
         item = self.items[row.item_id]
         members = eligible_members(row, self.config.roster, self.config.self_exclusion)
-        refused = self.refusal(item, row, members) if members else None
-        if refused is not None:
-            if self._on_refused is not None:
-                self._on_refused(row, refused)
-            members = []  # never sent; the row is counted as not graded, with its reason
         shadows = ([m for m in self.config.roster if m.vendor == row.vendor and not m.reserve]
                    if self.config.shadow_self and members else [])
-        return item, members, shadows, refused
+        return item, members, shadows
+
+    def panel(self, row: ResponseRow) -> tuple[BankItem, list[MemberSpec], list[MemberSpec], str | None]:
+        """:meth:`seats`, and why the row is refused, if it is (reported through ``on_refused``; its panel and shadow
+        seats are then empty: never sent, the row is counted as not graded, with its reason)."""
+        item, members, shadows = self.seats(row)
+        refused = self.refusal(item, row, members) if members else None
+        if refused is None:
+            return item, members, shadows, None
+        if self._on_refused is not None:
+            self._on_refused(row, refused)
+        return item, [], [], refused
 
     def graded(self, row: ResponseRow, records: list[JudgeCallRecord], refused: bool) -> None:
         """A row is done: its records (round one's counted votes, then round two's) go to the hooks."""

@@ -52,9 +52,10 @@ class Steps(Protocol):
     stop: StopControl
     budget: Budget
     abandoned: int
-    error: ProviderUnavailable | None
 
+    def seats(self, row: ResponseRow) -> tuple[BankItem, list[MemberSpec], list[MemberSpec]]: ...
     def panel(self, row: ResponseRow) -> tuple[BankItem, list[MemberSpec], list[MemberSpec], str | None]: ...
+    def stopped_by(self, exc: BudgetExhausted | Stopped | ProviderUnavailable) -> None: ...
     def first(self, item: BankItem, row: ResponseRow, members: list[MemberSpec],
               shadows: list[MemberSpec]) -> list[tuple[MemberSpec, JudgeTask]]: ...
     async def role(self, item: BankItem, row: ResponseRow, members: list[MemberSpec],
@@ -240,7 +241,7 @@ class ParkedRows:
                     break
                 await self._start(row)
         except (BudgetExhausted, Stopped, ProviderUnavailable) as exc:
-            self._stopped_by(exc)
+            c.stopped_by(exc)
         finally:
             self._fed = True
             self._check_over()
@@ -261,7 +262,7 @@ class ParkedRows:
                 try:
                     await self._second(slot)
                 except (BudgetExhausted, Stopped, ProviderUnavailable) as exc:
-                    self._stopped_by(exc)
+                    self._c.stopped_by(exc)
             await self._wait("ready")
 
     async def _wait(self, name: str) -> None:
@@ -271,15 +272,6 @@ class ParkedRows:
 
     def _halted(self) -> bool:
         return self._c.budget.exhausted or self._c.stop.requested
-
-    def _stopped_by(self, exc: BaseException) -> None:
-        """A stop that ends the taking of new rows, as :meth:`Coordinator._work` reads it."""
-        c = self._c
-        if isinstance(exc, BudgetExhausted):
-            c.stop.request("budget")
-        elif isinstance(exc, ProviderUnavailable):
-            c.error = c.error or exc
-            c.stop.request("error", str(exc))
 
     # -- a row's steps -----------------------------------------------------------------------------------------
     async def _start(self, row: ResponseRow) -> None:
@@ -296,7 +288,7 @@ class ParkedRows:
     async def _second(self, slot: int) -> None:
         c = self._c
         row = self._row(slot)
-        item, members, _, _ = c.panel(row)
+        item, members, _ = c.seats(row)  # not refused: it was sent
         round1 = {r.member: r for r in self._records(slot, 1, 1 + self._first) if not r.shadow}
         role = await c.role(item, row, members, round1, None)
         self._round[slot] = 2
@@ -350,7 +342,7 @@ class ParkedRows:
             self._failed[waiting.slot] = True
             if not isinstance(failure, (BudgetExhausted, Stopped, ProviderUnavailable)):
                 raise failure  # the run fails, as a synchronous run's would
-            self._stopped_by(failure)
+            c.stopped_by(failure)
         self._one_in(waiting.slot)
 
     def _one_in(self, slot: int) -> None:
