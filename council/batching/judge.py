@@ -14,9 +14,11 @@ and split its usage. A request lost for good or refused by the provider is an er
 as a chat call's would be (asked again by a resume). Votes are charged at the batch rates, and a request sent
 again as a chat call at the chat rates.
 
-While a vote waits, the judge holds its task (which the coordinator holds anyway) and its future, in a list of its
-request; nothing of its prompt is made until its batch is written to disk. A resumed run's vote whose request an
-earlier process sent is read from that request's answer (:meth:`BatchSender.held`).
+While a vote waits, the judge holds one integer for it (:mod:`council.transport.tickets`): its sender (the parked
+rows of a batch run, which keep it on disk; or the judge's own :class:`~council.transport.tickets.Futures`, for
+``submit``) is asked for its task whenever the judge needs it (to pack it, to write its request, to read its answer)
+and is handed its record by that integer. Nothing of its prompt is made until its batch is written to disk. A resumed
+run's vote whose request an earlier process sent is read from that request's answer (:meth:`BatchSender.held`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import asyncio
 import hashlib
 import time
 import uuid
+from array import array
 from collections import deque
 from typing import Any
 
@@ -36,77 +39,85 @@ from council.protocol.config import BatchSettings, JudgeParams, VendorSettings
 from council.protocol.parsing import parse_batch, read_batch
 from council.protocol.prompts import repair_messages
 from council.transport.batch_formats import BatchError, BatchOutcome
-from council.transport.judge import (BATCH_OVERHEAD_CHARS, Call, Judge, JudgeTask, fail_queued, read_vote,
-                                     request_for, split_usage, take_batch, vote_record)
+from council.transport.judge import (BATCH_OVERHEAD_CHARS, Call, Judge, JudgeTask, read_vote, request_for, split_usage,
+                                     take_batch, vote_record)
 from council.transport.shape import RequestShape, plain
-from council.transport.wire import Reply
+from council.transport.tickets import Entries, Futures, Receiver
 
+TAKE_WINDOW = 256  # waiting votes a request's packing looks past (take_batch's window)
 REPAIR = "-repair"  # the custom id of a request's repair: its own, with this after it
-
-_Entry = tuple[JudgeTask, asyncio.Future[JudgeCallRecord]]
+NONE = -1  # a position of a resumed request that no vote waits for now
 
 
 class _Pack:
-    """One request: the votes of its rows in key order (``tasks``, ``futures``; a position of a resumed request
-    whose vote no one waits for is None), with the votes of the same prompt that share it (``more``), and what its
-    answers brought so far. It is what the sender sends (:class:`council.batching.sender.Request`)."""
+    """One request: the votes of its rows in key order (``entries``: each vote an integer, see
+    :class:`council.transport.tickets.Entries`; :data:`NONE` for a position of a resumed request whose vote no one
+    waits for), with the votes of the same prompt that share it (``more``), and what its answers brought so far. It is
+    what the sender sends (:class:`council.batching.sender.Request`); its votes' tasks are asked of their senders
+    whenever it needs them, never held."""
 
-    __slots__ = ("judge", "round", "tasks", "futures", "more", "custom_id", "tokens", "sends", "rebuildable",
-                 "rows", "first", "replies", "call", "started")
+    __slots__ = ("judge", "round", "entries", "more", "custom_id", "tokens", "sends", "rebuildable", "rows", "first",
+                 "replies", "call", "started", "_members")
 
-    def __init__(self, judge: BatchJudge, round_: int, tasks: list[JudgeTask | None],
-                 futures: list[asyncio.Future[JudgeCallRecord] | None], custom_id: str, *,
+    def __init__(self, judge: BatchJudge, round_: int, entries: array[int], custom_id: str, *,
                  rebuildable: bool = True, rows: list[str] | None = None, first: str | None = None) -> None:
         self.judge = judge
         self.round = round_
-        self.tasks = tasks
-        self.futures = futures
-        self.more: dict[int, list[_Entry]] | None = None
+        self.entries = entries
+        self.more: dict[int, list[int]] | None = None
         self.custom_id = custom_id
         self.tokens = 0
         self.sends = 0
         self.rebuildable = rebuildable
-        self.rows = rows  # a resumed request's rows (its tasks are those of the votes waiting now)
+        self.rows = rows  # a resumed request's rows (its entries are those of the votes waiting now)
         self.first = first  # the first answer, once a repair is asked
         self.replies: list[tuple[Usage, tuple[float, ...]]] = []  # each answer's usage and the rates it is paid at
         self.call: Call | None = None
         self.started = time.perf_counter()
+        self._members: list[tuple[str, str]] | None = None  # made with the body, until the journal takes them
 
     @property
     def size(self) -> int:
-        return len(self.tasks)
+        return len(self.entries)
 
-    def entries(self, position: int) -> list[_Entry]:
+    def waiting(self, position: int) -> list[int]:
         """The votes waiting on ``position``: its own, then those sharing it."""
-        task, future = self.tasks[position], self.futures[position]
-        own = [(task, future)] if task is not None and future is not None else []
+        entry = self.entries[position]
+        own = [entry] if entry != NONE else []
         return own + ((self.more or {}).get(position) or [])
 
-    def share(self, position: int, entry: _Entry) -> None:
+    def everyone(self) -> list[int]:
+        return [e for p in range(self.size) for e in self.waiting(p)]
+
+    def share(self, position: int, entry: int) -> None:
         self.more = self.more or {}
         self.more.setdefault(position, []).append(entry)
 
     def build(self) -> tuple[list[dict[str, Any]], int, dict[str, Any]]:
-        tasks: list[JudgeTask] = self.tasks  # type: ignore[assignment]  # a request made here has every task
-        messages, max_tokens, response_format = request_for(self.judge.params, self.round, tasks)
+        tasks = [self.judge._task(e) for e in self.entries]  # a request made here has every position's vote
+        self._members = [(t.request_key, t.row_id) for t in tasks if t is not None]
+        messages, max_tokens, response_format = request_for(self.judge.params, self.round, tasks)  # type: ignore[arg-type]
         if self.first is not None:
             messages = repair_messages(messages, self.first)
         return messages, max_tokens, response_format
 
     def members(self) -> list[tuple[str, str]]:
-        return [(t.request_key, t.row_id) for t in self.tasks if t is not None]
+        members, self._members = self._members, None
+        if members is None:
+            tasks = [self.judge._task(e) for e in self.entries if e != NONE]
+            members = [(t.request_key, t.row_id) for t in tasks if t is not None]
+        return members
 
     def done(self, outcome: BatchOutcome, batch_id: str | None) -> None:
         self.judge._answered(self, outcome, batch_id)
 
     def fail(self, exc: BaseException) -> int:
-        failed = 0
-        for position in range(self.size):
-            for _, future in self.entries(position):
-                if not future.done():
-                    future.set_exception(exc)
-                    failed += 1
-        return failed
+        everyone = self.everyone()
+        self.entries = array("q", [NONE] * self.size)
+        self.more = None
+        for entry in everyone:
+            self.judge._done(entry, None, exc)
+        return len(everyone)
 
 
 class BatchJudge:
@@ -119,8 +130,9 @@ class BatchJudge:
         self.fallback = fallback
         self.max_batch = settings.max_batch
         self.shape = shape or plain(member.judge_model, params.temperature)  # the seat's requests (its pool's)
-        self._queues: dict[int, deque[_Entry]] = {1: deque(), 2: deque()}
-        self._waiting = 0
+        self._queues: dict[int, array[int]] = {1: array("q"), 2: array("q")}  # waiting votes by round, oldest first
+        self._entries = Entries()
+        self._futures = Futures()  # the votes asked with submit
         self._resumed: dict[str, _Pack] = {}  # requests of an earlier process, by custom id, until answered
         self.sender = BatchSender(member.vendor, self.shape, api, journal, settings=settings, batch=batch,
                                   fallback=fallback, source=self._take, waiting=self._requests_waiting)
@@ -134,23 +146,31 @@ class BatchJudge:
         return self.sender.stats
 
     def submit(self, task: JudgeTask) -> asyncio.Future[JudgeCallRecord]:
-        future: asyncio.Future[JudgeCallRecord] = asyncio.get_running_loop().create_future()
+        ticket, future = self._futures.add(task)
+        self.send(task, ticket, self._futures)
+        return future
+
+    def send(self, task: JudgeTask, ticket: int, receiver: Receiver) -> None:
+        """Ask the vote ``task`` for ``receiver``, which is asked for the task again whenever it is needed, and is
+        handed the vote's record (or error) by ``ticket``: nothing of the vote but one integer is held here."""
+        entry = self._entries.entry(ticket, receiver)
         held = self.sender.held(task.request_key)
         if held is not None and not ((task.solo or task.scale is not None) and held[2]):
-            self._resume(task, future, *held)
+            self._resume(task, entry, *held)
         else:
-            self._queues[task.round].append((task, future))
-            self._waiting += 1
+            self._queues[task.round].append(entry)
             self.sender.wake()
-        return future
 
     def cancel_queued(self, exc: BaseException) -> int:
         """A stop: every waiting vote fails at once. Those in an open batch are not lost: the journal holds it, and
         a resume polls it (their answer may be hours away, longer than a stop's grace period is worth)."""
-        cancelled = fail_queued(self._queues.values(), exc)
-        self._waiting = 0
+        queued = [e for queue in self._queues.values() for e in queue]
+        self._queues = {1: array("q"), 2: array("q")}
+        for entry in queued:
+            self._done(entry, None, exc)
+        resumed = sum(pack.fail(exc) for pack in self._resumed.values())
         self._resumed.clear()
-        return cancelled + self.sender.cancel(exc)
+        return len(queued) + resumed + self.sender.cancel(exc)
 
     async def close(self) -> None:
         await self.sender.close()
@@ -158,71 +178,90 @@ class BatchJudge:
     def open_batches(self) -> list[dict[str, Any]]:
         return self.sender.open_batches()
 
+    # -- the votes' senders --------------------------------------------------------------------------------------
+    def _task(self, entry: int) -> JudgeTask | None:
+        """The vote's task, asked of its sender (None: its sender is gone)."""
+        receiver, ticket = self._entries.receiver(entry)
+        return receiver.task(ticket) if receiver is not None else None
+
+    def _done(self, entry: int, record: JudgeCallRecord | None, error: BaseException | None) -> None:
+        receiver, ticket = self._entries.receiver(entry)
+        if receiver is not None:
+            receiver.done(ticket, record, error)
+
     # -- making requests -------------------------------------------------------------------------------------------
     def _requests_waiting(self) -> int:
-        return -(-self._waiting // self.max_batch)
+        return -(-sum(len(q) for q in self._queues.values()) // self.max_batch)
 
     def _take(self, most: int) -> list[_Pack]:
         """Up to ``most`` requests of the waiting votes (round two first: it finishes rows), packed as the
-        synchronous judge packs them; a vote whose prompt one of them already asks shares that request."""
+        synchronous judge packs them; a vote whose prompt one of them already asks shares that request. The votes'
+        tasks are asked of their senders for the packing only."""
         out: list[_Pack] = []
         asked: dict[str, tuple[_Pack, int]] = {}
         for round_ in (2, 1):
-            queue = self._queues[round_]
-            while queue and len(out) < most:
-                taken = take_batch(queue, self.max_batch)
-                self._waiting -= len(taken)
-                own: list[_Entry] = []
-                for task, future in taken:
-                    if future.done():
-                        continue
+            waiting, read = self._queues[round_], 0
+            queue: deque[tuple[JudgeTask, int]] = deque()  # the next of them, their tasks read back a few at a time
+            while len(out) < most:
+                while len(queue) < self.max_batch + TAKE_WINDOW and read < len(waiting):
+                    entry = waiting[read]
+                    read += 1
+                    task = self._task(entry)
+                    if task is not None:
+                        queue.append((task, entry))
+                if not queue:
+                    break
+                taken = take_batch(queue, self.max_batch, TAKE_WINDOW)  # type: ignore[arg-type]
+                own: list[tuple[JudgeTask, int]] = []
+                for task, entry in taken:  # type: ignore[misc]
                     if task.request_key in asked:
                         pack, position = asked[task.request_key]
-                        pack.share(position, (task, future))
+                        pack.share(position, entry)
                         self.stats.shared += 1
                     else:
-                        own.append((task, future))
+                        own.append((task, entry))
                 if not own:
                     continue
-                pack = _Pack(self, round_, [t for t, _ in own], [f for _, f in own],
-                             _custom_id(own, self.sender.waited))
-                pack.tokens = self._tokens(pack)
-                for position, (task, _) in enumerate(own):
+                tasks = [t for t, _ in own]
+                pack = _Pack(self, round_, array("q", [e for _, e in own]), _custom_id(tasks, self.sender.waited))
+                pack.tokens = self._tokens(tasks)
+                for position, task in enumerate(tasks):
                     asked[task.request_key] = (pack, position)
                 out.append(pack)
-        self._waiting = max(0, self._waiting)
+            self._queues[round_] = array("q", [e for _, e in queue]) + waiting[read:]
         self.stats.votes += sum(p.size for p in out)
         return out
 
-    def _tokens(self, pack: _Pack) -> int:
+    def _tokens(self, tasks: list[JudgeTask]) -> int:
         """The request's prompt and output bound in tokens, estimated from its bodies (its messages are not made
         before its batch is written)."""
-        chars = sum(len(t.body) for t in pack.tasks if t is not None) + (BATCH_OVERHEAD_CHARS if pack.size > 1 else 0)
-        bound = self.params.max_tokens if pack.size == 1 else 32 + 96 * pack.size
+        size = len(tasks)
+        chars = sum(len(t.body) for t in tasks) + (BATCH_OVERHEAD_CHARS if size > 1 else 0)
+        bound = self.params.max_tokens if size == 1 else 32 + 96 * size
         return chars // 4 + bound + self.shape.headroom
 
-    def _alone(self, entries: list[_Entry]) -> None:
+    def _alone(self, entries: list[int]) -> None:
         """Votes an answer left out (or a resumed request cannot give), asked again each alone."""
-        for task, future in entries:
-            if future.done():
+        for entry in entries:
+            task = self._task(entry)
+            if task is None:
                 continue
-            pack = _Pack(self, task.round, [task], [future], _custom_id([(task, future)], self.sender.waited))
-            pack.tokens = self._tokens(pack)
+            pack = _Pack(self, task.round, array("q", [entry]), _custom_id([task], self.sender.waited))
+            pack.tokens = self._tokens([task])
             self.sender.add(pack)
 
-    def _resume(self, task: JudgeTask, future: asyncio.Future[JudgeCallRecord], custom_id: str, position: int,
-                rows: list[str]) -> None:
+    def _resume(self, task: JudgeTask, entry: int, custom_id: str, position: int, rows: list[str]) -> None:
         """A vote that a request of an earlier process asked for: it waits on that request's answer."""
         pack = self._resumed.get(custom_id)
         if pack is None:
             size = max(1, len(rows))
-            pack = self._resumed[custom_id] = _Pack(self, task.round, [None] * size, [None] * size, custom_id,
+            pack = self._resumed[custom_id] = _Pack(self, task.round, array("q", [NONE] * size), custom_id,
                                                     rebuildable=False, rows=rows)
             self.sender.add(pack)
-        if pack.tasks[position] is None:
-            pack.tasks[position], pack.futures[position] = task, future
+        if pack.entries[position] == NONE:
+            pack.entries[position] = entry
         else:
-            pack.share(position, (task, future))
+            pack.share(position, entry)
 
     # -- reading answers -------------------------------------------------------------------------------------------
     def _answered(self, pack: _Pack, outcome: BatchOutcome, batch_id: str | None) -> None:
@@ -231,9 +270,8 @@ class BatchJudge:
         batch is gone, or its repair was never sent) has them asked anew."""
         self._resumed.pop(pack.custom_id, None)
         resumed = not pack.rebuildable
-        everyone = [e for p in range(pack.size) for e in pack.entries(p)]
         if resumed and isinstance(outcome, BatchError):
-            self._alone(everyone)
+            self._alone(pack.everyone())
             return
         call = pack.call = pack.call or Call(max_tokens=self._bound(pack), started=pack.started)
         if isinstance(outcome, BatchError):
@@ -250,7 +288,7 @@ class BatchJudge:
         if votes is None:  # unparseable: one repair request, as a chat call gets one repair call
             repair = pack.custom_id + REPAIR
             if resumed and not self.sender.holds(repair):
-                self._alone(everyone)
+                self._alone(pack.everyone())
                 return
             pack.first, pack.custom_id = content, repair
             pack.sends = 0  # a new request: its own sends, not the first answer's (it would be lost after one)
@@ -259,15 +297,15 @@ class BatchJudge:
             self.sender.add(pack)
             return
         if resumed:
-            self.stats.read_again += len(everyone)
+            self.stats.read_again += len(pack.everyone())
         self._records(pack, votes, status, batch_id)
 
     def _read(self, pack: _Pack, content: str, repaired: bool) -> tuple[dict[int, Any] | None, ParseStatus]:
         """A request's votes by key (1-based) and how they parsed, read as the synchronous judge reads an answer of
         one row or of several; None: a first answer nothing could be read from."""
         if pack.size == 1:
-            task = next(t for t, _ in pack.entries(0))
-            vote, status = read_vote(content, task.scale)
+            task = next((t for t in map(self._task, pack.waiting(0)) if t is not None), None)
+            vote, status = read_vote(content, task.scale if task is not None else None)
             if repaired:
                 return ({1: vote} if vote is not None else {}), "repaired" if vote is not None else "unparseable"
             return ({1: vote} if vote is not None else None), status
@@ -284,23 +322,25 @@ class BatchJudge:
         call = pack.call
         assert call is not None
         answered = [p for p in range(pack.size) if every or pack.size == 1 or (p + 1) in votes]
-        slots = [e for p in answered for e in (pack.entries(p) or [None])]
+        slots = [e for p in answered for e in (pack.waiting(p) or [NONE])]
+        positions = {e: p for p in answered for e in pack.waiting(p)}
         parts = iter(_parts(pack.replies, len(slots)))
-        rows = [t.row_id for t in pack.tasks if t is not None] if pack.rows is None else pack.rows
+        tasks = {e: self._task(e) for e in pack.everyone()}
+        rows = pack.rows
+        if rows is None and pack.size > 1:
+            rows = [t.row_id for t in (tasks.get(e) for e in pack.entries) if t is not None]
         rows = rows if pack.size > 1 else []
         request_id = uuid.uuid4().hex
-        for position in answered:
-            for entry in pack.entries(position) or [None]:
-                usage, cost = next(parts)
-                if entry is None:
-                    continue
-                task, future = entry
-                record = vote_record(self.member, self.params, self.prices, task, votes.get(position + 1),
-                                     status, call, request_id, rows, usage, batch_id=batch_id, cost_usd=cost,
-                                     shape=self.shape)
-                if not future.done():
-                    future.set_result(record)
-        self._alone([e for p in range(pack.size) if p not in answered for e in pack.entries(p)])
+        for entry in slots:
+            usage, cost = next(parts)
+            task = tasks.get(entry)
+            if task is None:
+                continue
+            record = vote_record(self.member, self.params, self.prices, task, votes.get(positions[entry] + 1),
+                                 status, call, request_id, rows, usage, batch_id=batch_id, cost_usd=cost,
+                                 shape=self.shape)
+            self._done(entry, record, None)
+        self._alone([e for p in range(pack.size) if p not in answered for e in pack.waiting(p)])
 
     def _bound(self, pack: _Pack) -> int:
         return self.params.max_tokens if pack.size == 1 else 32 + 96 * pack.size
@@ -317,10 +357,10 @@ def _parts(replies: list[tuple[Usage, tuple[float, ...]]], n: int) -> list[tuple
     return out
 
 
-def _custom_id(entries: list[_Entry], taken: Any) -> str:
+def _custom_id(tasks: list[JudgeTask], taken: Any) -> str:
     """A request's custom id: its one vote's request key, or for several rows a hash of their keys (32 characters,
     as every provider takes); salted when ``taken`` (the ids waiting now) has it."""
-    keys = [task.request_key for task, _ in entries]
+    keys = [task.request_key for task in tasks]
     cid = keys[0] if len(keys) == 1 else hashlib.sha256("\x1f".join(keys).encode()).hexdigest()[:32]
     while cid in taken:
         cid = hashlib.sha256(f"{cid}\x1f{uuid.uuid4().hex}".encode()).hexdigest()[:32]

@@ -18,6 +18,7 @@ from council.protocol.config import CouncilConfig, Endpoint
 from council.transport.judge import Judge, JudgeTask
 from council.transport.limiter import Limiter, LocalLedger
 from council.transport.quota import QuotaLedger
+from council.transport.tickets import Receiver, send
 from council.transport.shape import seat_shape
 
 
@@ -51,6 +52,15 @@ class BatchingPool:
     def submit(self, vendor: str, task: JudgeTask) -> asyncio.Future[JudgeCallRecord]:
         judge = self.judges.get(vendor)
         return judge.submit(task) if judge is not None else self.inner.submit(vendor, task)
+
+    def send(self, vendor: str, task: JudgeTask, ticket: int, receiver: Receiver) -> None:
+        """The vote asked by ticket (:mod:`council.transport.tickets`): a batching vendor's judge holds only an
+        integer while it waits."""
+        judge = self.judges.get(vendor)
+        if judge is not None:
+            judge.send(task, ticket, receiver)
+        else:
+            send(self.inner, vendor, task, ticket, receiver)
 
     def elicit(self, vendor: str, task) -> asyncio.Future[ElicitedRecord]:  # noqa: ANN001 - an ElicitTask
         return self.inner.elicit(vendor, task)

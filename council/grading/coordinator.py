@@ -57,6 +57,7 @@ from council.protocol.prompts import (
 )
 from council.transport.judge import JudgeTask
 from council.transport.quota import estimate_tokens
+from council.transport.tickets import Receiver, send
 from council.transport.shape import reasoning_headroom, vote_key
 from elicitor.prompts import elicit_messages
 
@@ -452,16 +453,17 @@ class Coordinator:
         return await self._paid(lambda: single_messages(task.round, task.body), self._out(member),
                                 member.judge_model, member.vendor, lambda: self._send(member, task))
 
-    async def sent(self, member: MemberSpec, task: JudgeTask) -> tuple[Awaitable[JudgeCallRecord], float]:
-        """The vote sent, without waiting for its answer: its future and the cost reserved for it, which the caller
-        settles (:meth:`settle`) once the answer is in. None is sent once the run is stopping."""
-        projected = await self._reserve(lambda: single_messages(task.round, task.body), self._out(member),
-                                        member.judge_model, member.vendor)
-        try:
-            return self._send(member, task), projected
-        except BaseException:
-            await self.budget.settle(projected, 0.0)
-            raise
+    async def reserve(self, member: MemberSpec, task: JudgeTask) -> float:
+        """The cost reserved for a vote about to be sent by ticket (:meth:`send`), which the caller settles once its
+        answer is in; none once the run is stopping (:class:`Stopped`)."""
+        return await self._reserve(lambda: single_messages(task.round, task.body), self._out(member),
+                                   member.judge_model, member.vendor)
+
+    def send(self, member: MemberSpec, task: JudgeTask, ticket: int, receiver: Receiver) -> None:
+        """The vote sent without waiting for its answer, which ``receiver`` is handed by ``ticket``
+        (:mod:`council.transport.tickets`)."""
+        self.issued += 1
+        send(self._pool, member.vendor, task, ticket, receiver)
 
     async def _reserve(self, messages: Callable[[], list[dict[str, str]]], max_tokens: int, model: str,
                        vendor: str) -> float:

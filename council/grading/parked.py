@@ -3,11 +3,12 @@
 A batch answers in minutes or hours, so a run through the batch APIs keeps tens of thousands of rows in flight
 (``batch.rows_in_flight``). Graded as a synchronous run grades them (a coroutine per row, one per vote), each row held
 its coroutines, itself, its prompts and its round-one records while it waited: about 24 KB of Python heap a row on
-the sample, more with longer responses. Here a row in flight is a slot of a few arrays: the row, each prompt and each
-of its votes' records as it comes in are written to a scratch file and read back when needed (a prompt when the judge
-packs, sends, repairs or records its vote: :class:`ParkedTask`; the row and its records when it moves on, its round one
-complete, to round two or to its end, its round two complete, to its end). Per vote waiting there is its task without
-its prompt, its future and a small record of whom it is for: about 3.5 KB a row, whatever the length of its prompts.
+the sample, more with longer responses. Here a row in flight is a slot of a few arrays: the row, each prompt, each vote
+sent (whom it is for, its task without its prompt, the cost reserved for it) and each vote's record as it comes in are
+written to a scratch file and read back when needed (a vote's task and prompt when the judge packs, sends, repairs or
+records it: votes are sent by ticket, :mod:`council.transport.tickets`, so the judge holds an integer per vote; the row
+and its records when it moves on, its round one complete, to round two or to its end, its round two complete, to its
+end). What a row in flight holds in memory does not depend on the length of its prompts.
 
 The protocol is the coordinator's, step for step (:meth:`Coordinator.panel`, :meth:`~Coordinator.first`,
 :meth:`~Coordinator.role`, :meth:`~Coordinator.seconds`, :meth:`~Coordinator.graded`); only the waiting differs. Three
@@ -23,12 +24,12 @@ given back once nothing in it is still needed.
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import os
+import pickle
 import tempfile
 from array import array
 from collections import deque
-from collections.abc import Awaitable, Iterator
+from collections.abc import Iterator
 from dataclasses import fields
 from pathlib import Path
 from typing import Protocol
@@ -42,6 +43,7 @@ from council.grading.stop import StopControl, Stopped
 from council.protocol.config import CouncilConfig
 from council.protocol.deliberation import Role
 from council.transport.judge import JudgeTask
+from council.transport.tickets import Receiver
 
 
 class Steps(Protocol):
@@ -63,7 +65,8 @@ class Steps(Protocol):
     def seconds(self, item: BankItem, row: ResponseRow, members: list[MemberSpec],
                 round1: dict[str, JudgeCallRecord]) -> list[tuple[MemberSpec, JudgeTask]]: ...
     def known(self, member: MemberSpec, task: JudgeTask) -> JudgeCallRecord | None: ...
-    async def sent(self, member: MemberSpec, task: JudgeTask) -> tuple[Awaitable[JudgeCallRecord], float]: ...
+    async def reserve(self, member: MemberSpec, task: JudgeTask) -> float: ...
+    def send(self, member: MemberSpec, task: JudgeTask, ticket: int, receiver: Receiver) -> None: ...
     def received(self, member: MemberSpec, task: JudgeTask, record: JudgeCallRecord) -> JudgeCallRecord: ...
     def graded(self, row: ResponseRow, records: list[JudgeCallRecord], refused: bool) -> None: ...
 
@@ -139,9 +142,14 @@ class ParkedTask(JudgeTask):
 
     @classmethod
     def of(cls, task: JudgeTask, scratch: Scratch, where: int, length: int) -> ParkedTask:
+        return cls.made(task_values(task), scratch, where, length)
+
+    @classmethod
+    def made(cls, values: tuple[object, ...], scratch: Scratch, where: int, length: int) -> ParkedTask:
+        """The task of ``values`` (:func:`task_values`), its prompt the ``length`` bytes at ``where``."""
         parked = object.__new__(cls)
-        for f in fields(JudgeTask):  # the slots, set under the frozen dataclass's __setattr__ (and the body property)
-            JudgeTask.__dict__[f.name].__set__(parked, "" if f.name == "body" else getattr(task, f.name))
+        for name, value in zip(_TASK_FIELDS, values, strict=True):  # set under the frozen dataclass's __setattr__
+            JudgeTask.__dict__[name].__set__(parked, value)
         for name, value in (("_scratch", scratch), ("_where", where), ("_length", length)):
             cls.__dict__[name].__set__(parked, value)
         return parked
@@ -151,40 +159,63 @@ class ParkedTask(JudgeTask):
         return self._scratch.get(self._where, self._length).decode()
 
     def __reduce__(self) -> tuple[type[JudgeTask], tuple[object, ...]]:
-        return JudgeTask, tuple(getattr(self, f.name) for f in fields(JudgeTask))
+        return JudgeTask, tuple(getattr(self, name) for name in _TASK_FIELDS)
 
 
-class _Waiting:
-    """A vote sent for a parked row: where its record goes, and what the coordinator needs to take its answer in."""
+_TASK_FIELDS = tuple(f.name for f in fields(JudgeTask))
 
-    __slots__ = ("parked", "slot", "place", "member", "task", "projected")
 
-    def __init__(self, parked: ParkedRows, slot: int, place: int, member: MemberSpec, task: JudgeTask,
-                 projected: float) -> None:
-        self.parked = parked
-        self.slot = slot
-        self.place = place
-        self.member = member
-        self.task = task
-        self.projected = projected
+def task_values(task: JudgeTask) -> tuple[object, ...]:
+    """A task's fields but its prompt (``body`` is empty), in order."""
+    return tuple("" if name == "body" else getattr(task, name) for name in _TASK_FIELDS)
 
-    def __call__(self, future: asyncio.Future[JudgeCallRecord]) -> None:
-        self.parked._arrived(self, future)
+
+class _Held:
+    """The votes of a vendor that answers synchronously, in a batch run: at most ``room`` are out at once (enough to
+    keep its judge busy), the others wait here as tickets (their tasks are on disk) for their turn. Else every row in
+    flight would have its vote waiting in that judge's queue, with its task and its future."""
+
+    __slots__ = ("room", "out", "_tickets", "_head")
+
+    def __init__(self, room: int) -> None:
+        self.room = room
+        self.out = 0
+        self._tickets = array("q")
+        self._head = 0
+
+    def push(self, ticket: int) -> None:
+        self._tickets.append(ticket)
+
+    def pop(self) -> int:
+        ticket = self._tickets[self._head]
+        self._head += 1
+        if self._head > 4096 and self._head * 2 > len(self._tickets):
+            del self._tickets[:self._head]
+            self._head = 0
+        return ticket
+
+    def __len__(self) -> int:
+        return len(self._tickets) - self._head
 
 
 class ParkedRows:
     """Grades rows for ``coordinator`` with every row in flight parked in a slot; :meth:`run` returns once every row
-    is graded (or was dropped by a stop), or raises the first error that is not a stop."""
+    is graded (or was dropped by a stop), or raises the first error that is not a stop.
+
+    Its votes are sent by ticket (:mod:`council.transport.tickets`), the ticket a vote's slot and place: the place
+    holds, until the answer replaces it, whom the vote is for, its task (its prompt elsewhere in the slot) and the cost
+    reserved for it, from which the judge is given the task whenever it asks (:meth:`task`)."""
 
     def __init__(self, coordinator: Steps, scratch_dir: Path | None = None, *, grow: int = 1024) -> None:
         self._c = coordinator
-        seats = len(coordinator.config.roster)
+        seats = sum(not m.reserve for m in coordinator.config.roster)  # a row's panel: a reserve fills an emptied seat
         self._first = seats * (2 if coordinator.config.shadow_self else 1)  # round one's places: panel, shadow seats
         self._second_end = 1 + self._first + seats  # round two's records: one per member
         # the row, round one's records, round two's, then the prompts: round one's (all its votes share it), round two's
-        places = self._second_end + 1 + seats
+        places = self._places = self._second_end + 1 + seats
         self._where = np.zeros((grow, places), np.int64)
         self._length = np.zeros((grow, places), np.int32)  # 0: nothing in this place
+        self._answered = np.zeros((grow, places), np.bool_)  # a vote's place holds its record (else what it asks)
         self._pending = np.zeros(grow, np.int32)  # votes the slot's round waits for, plus one while it is sending
         self._round = np.zeros(grow, np.int8)
         self._failed = np.zeros(grow, np.bool_)
@@ -192,12 +223,16 @@ class ParkedRows:
         self._free = array("l")
         self.in_flight = 0
         self._scratch = Scratch(scratch_dir)
-        self._arrivals: deque[tuple[_Waiting, asyncio.Future[JudgeCallRecord]]] = deque()
+        config = coordinator.config
+        self._held = {v: _Held(2 * config.settings(v).concurrency * config.settings(v).max_batch)
+                      for v in config.roster_vendors if config.transport_of(v) != "batch"}
+        self._members: list[MemberSpec] = []  # the members votes were sent to; a vote's place names one by number
+        self._numbers: dict[tuple[str, str, bool], int] = {}
+        self._arrivals: deque[tuple[int, JudgeCallRecord | None, BaseException | None]] = deque()
         self._ready: deque[int] = deque()  # slots whose round one is complete
         self._fed = False
         self._wakes = {name: asyncio.Event() for name in ("arrival", "ready", "room")}
         self._over: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._context = contextvars.copy_context()  # every answer's callback runs in it (not a copy for each)
 
     async def run(self, rows: Iterator[ResponseRow]) -> None:
         """Grade ``rows``; a stop ends the taking of new rows, rows in flight get ``stop.grace_s`` to finish and are
@@ -208,6 +243,7 @@ class ParkedRows:
         for loop in loops:
             loop.add_done_callback(self._loop_ended)
         stop.on_request(self._wakes["room"].set)  # a feeder waiting for room stops waiting
+        stop.on_request(self._drop_held)  # held votes are never sent (as a pool's queued votes are not)
         stopping = asyncio.create_task(stop.wait())
         try:
             await asyncio.wait({self._over, stopping}, return_when=asyncio.FIRST_COMPLETED)
@@ -250,8 +286,7 @@ class ParkedRows:
         """Each answer as it comes in: its cost settled, its record archived and parked, its row moved on."""
         while True:
             while self._arrivals:
-                waiting, future = self._arrivals.popleft()
-                await self._arrive(waiting, future)
+                await self._arrive(*self._arrivals.popleft())
             await self._wait("arrival")
 
     async def _advance(self) -> None:
@@ -307,43 +342,92 @@ class ParkedRows:
             for place, (member, task) in enumerate(votes, first_place):
                 known = c.known(member, task)
                 if known is not None:
-                    self._keep(slot, place, known.model_dump_json().encode())
+                    self._record(slot, place, known)
                     continue
                 at = parked.get(id(task.body))
                 if at is None:
                     prompt = prompt_place + len(parked)
                     self._keep(slot, prompt, task.body.encode())
                     at = parked[id(task.body)] = int(self._where[slot, prompt]), int(self._length[slot, prompt])
-                task = ParkedTask.of(task, self._scratch, *at)
-                sent, projected = await c.sent(member, task)
-                future = asyncio.ensure_future(sent)
+                projected = await c.reserve(member, task)
+                try:
+                    self._keep(slot, place, pickle.dumps((self._number(member), projected, task_values(task), *at),
+                                                         pickle.HIGHEST_PROTOCOL))
+                    ticket, held = slot * self._places + place, self._held.get(member.vendor)
+                    if held is not None and held.out >= held.room:
+                        held.push(ticket)
+                    else:
+                        if held is not None:
+                            held.out += 1
+                        c.send(member, ParkedTask.of(task, self._scratch, *at), ticket, self)
+                except BaseException:
+                    await c.budget.settle(projected, 0.0)
+                    raise
                 self._pending[slot] += 1
-                future.add_done_callback(_Waiting(self, slot, place, member, task, projected), context=self._context)
         except BaseException:
             self._failed[slot] = True
             raise
         finally:
             self._one_in(slot)
 
-    def _arrived(self, waiting: _Waiting, future: asyncio.Future[JudgeCallRecord]) -> None:
-        self._arrivals.append((waiting, future))
+    def _number(self, member: MemberSpec) -> int:
+        key = (member.vendor, member.judge_model, member.reserve)
+        number = self._numbers.get(key)
+        if number is None:
+            number = self._numbers[key] = len(self._members)
+            self._members.append(member)
+        return number
+
+    def _vote(self, slot: int, place: int) -> tuple[MemberSpec, ParkedTask, float]:
+        """A vote sent and not answered: its member, its task and the cost reserved for it."""
+        number, projected, values, where, length = pickle.loads(self._read(slot, place))
+        return self._members[number], ParkedTask.made(values, self._scratch, where, length), projected
+
+    def _release(self, held: _Held) -> None:
+        """Held votes sent while their vendor has room."""
+        while held and held.out < held.room and not self._c.stop.requested:
+            ticket = held.pop()
+            member, task, _ = self._vote(*divmod(ticket, self._places))
+            held.out += 1
+            self._c.send(member, task, ticket, self)
+
+    def _drop_held(self) -> None:
+        for held in self._held.values():
+            while held:
+                held.out += 1  # as if sent: its answer is the stop
+                self.done(held.pop(), None, Stopped("run stopping"))
+
+    # -- the judges' side (council.transport.tickets.Receiver) ---------------------------------------------------
+    def task(self, ticket: int) -> JudgeTask:
+        """The task of the vote ``ticket``, read back."""
+        return self._vote(*divmod(ticket, self._places))[1]
+
+    def done(self, ticket: int, record: JudgeCallRecord | None, error: BaseException | None) -> None:
+        """The vote ``ticket`` answered (or failed): taken in by the collecting loop."""
+        self._arrivals.append((ticket, record, error))
         self._wakes["arrival"].set()
 
-    async def _arrive(self, waiting: _Waiting, future: asyncio.Future[JudgeCallRecord]) -> None:
+    async def _arrive(self, ticket: int, record: JudgeCallRecord | None, failure: BaseException | None) -> None:
         c = self._c
-        failure = Stopped("cancelled") if future.cancelled() else future.exception()
-        record = None if failure is not None else future.result()
-        await c.budget.settle(waiting.projected, 0.0 if record is None else record.cost_usd)
+        slot, place = divmod(ticket, self._places)
+        member, task, projected = self._vote(slot, place)
+        held = self._held.get(member.vendor)
+        if held is not None:
+            held.out -= 1
+            self._release(held)
+        await c.budget.settle(projected, 0.0 if record is None else record.cost_usd)
+        self._scratch.release(int(self._where[slot, place]))
+        self._length[slot, place] = 0
         if record is not None:
-            record = c.received(waiting.member, waiting.task, record)
-            self._keep(waiting.slot, waiting.place, record.model_dump_json().encode())
+            self._record(slot, place, c.received(member, task, record))
         else:
-            assert failure is not None
-            self._failed[waiting.slot] = True
+            self._failed[slot] = True
+            if isinstance(failure, asyncio.CancelledError):
+                failure = Stopped("cancelled")
             if not isinstance(failure, (BudgetExhausted, Stopped, ProviderUnavailable)):
-                raise failure  # the run fails, as a synchronous run's would
+                raise failure  # type: ignore[misc]  # the run fails, as a synchronous run's would
             c.stopped_by(failure)
-        self._one_in(waiting.slot)
+        self._one_in(slot)
 
     def _one_in(self, slot: int) -> None:
         """One vote of the slot's round is in (or its sending is over): a complete round moves the row on."""
@@ -381,6 +465,7 @@ class ParkedRows:
         more = len(self._pending)
         self._where = np.concatenate([self._where, np.zeros_like(self._where[:more])])
         self._length = np.concatenate([self._length, np.zeros_like(self._length[:more])])
+        self._answered = np.concatenate([self._answered, np.zeros_like(self._answered[:more])])
         self._pending = np.concatenate([self._pending, np.zeros(more, np.int32)])
         self._round = np.concatenate([self._round, np.zeros(more, np.int8)])
         self._failed = np.concatenate([self._failed, np.zeros(more, np.bool_)])
@@ -389,6 +474,7 @@ class ParkedRows:
         for place in np.flatnonzero(self._length[slot]):
             self._scratch.release(int(self._where[slot, place]))
         self._length[slot] = 0
+        self._answered[slot] = False
         self._failed[slot] = False
         self._round[slot] = 0
         self._free.append(slot)
@@ -400,6 +486,10 @@ class ParkedRows:
         self._where[slot, place] = self._scratch.put(data)
         self._length[slot, place] = len(data)
 
+    def _record(self, slot: int, place: int, record: JudgeCallRecord) -> None:
+        self._keep(slot, place, record.model_dump_json().encode())
+        self._answered[slot, place] = True
+
     def _read(self, slot: int, place: int) -> bytes:
         return self._scratch.get(int(self._where[slot, place]), int(self._length[slot, place]))
 
@@ -408,7 +498,7 @@ class ParkedRows:
 
     def _records(self, slot: int, start: int, stop: int) -> list[JudgeCallRecord]:
         return [JudgeCallRecord.model_validate_json(self._read(slot, place))
-                for place in range(start, stop) if self._length[slot, place]]
+                for place in range(start, stop) if self._answered[slot, place]]
 
     def _check_over(self) -> None:
         if self._fed and not self.in_flight and not self._over.done():
