@@ -111,8 +111,26 @@ def deliberation_cost(f: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def batch_in_flight(f: dict) -> str:
+    small, large = f["sizes"]
+    lines = ["## Rows waiting on the batch APIs", "",
+             f"`python bench/batch_in_flight.py --rows {large['rows']} --small {small['rows']}`: `council run "
+             "--transport batch` on the shipped sample copied to each size, against the embedded provider in its own "
+             "process, whose batches stay open: every row taken in waits, up to `batch.rows_in_flight`. The command's "
+             "resident memory is read once its round-one batches are all submitted.", "",
+             f"Machine: {_machine(f['machine'])}.", "",
+             "| rows | rows in flight | votes waiting in batches | RSS of the command (MB) |",
+             "|---:|---:|---:|---:|"]
+    for s in (small, large):
+        lines.append(f"| {_n(s['rows'])} | {_n(s['rows_in_flight'])} | {_n(s['votes'])} | {_n(s['rss_mb'], 1)} |")
+    lines += ["", f"A row in flight costs {_n(f['bytes_per_row_in_flight'])} B of memory ({_n(f['bytes_per_vote'])} B "
+                  f"a waiting vote), against a bound of {_n(f['max_bytes_per_row_in_flight'])} B: its prompts, its "
+                  "votes' tasks and its records wait on disk."]
+    return "\n".join(lines) + "\n"
+
+
 SECTIONS = {"large_regrade.json": large_regrade, "batch_cost.json": batch_cost,
-            "deliberation_cost.json": deliberation_cost}
+            "batch_in_flight.json": batch_in_flight, "deliberation_cost.json": deliberation_cost}
 
 
 def render() -> str:

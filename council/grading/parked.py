@@ -462,13 +462,12 @@ class ParkedRows:
         return slot
 
     def _grow(self) -> None:
-        more = len(self._pending)
-        self._where = np.concatenate([self._where, np.zeros_like(self._where[:more])])
-        self._length = np.concatenate([self._length, np.zeros_like(self._length[:more])])
-        self._answered = np.concatenate([self._answered, np.zeros_like(self._answered[:more])])
-        self._pending = np.concatenate([self._pending, np.zeros(more, np.int32)])
-        self._round = np.concatenate([self._round, np.zeros(more, np.int8)])
-        self._failed = np.concatenate([self._failed, np.zeros(more, np.bool_)])
+        """Twice the slots, or as many as the rows in flight may need (never more)."""
+        size = len(self._pending)
+        more = max(1, min(size, self._c.config.in_flight - size))
+        for name in ("_where", "_length", "_answered", "_pending", "_round", "_failed"):
+            old = getattr(self, name)
+            setattr(self, name, np.concatenate([old, np.zeros((more, *old.shape[1:]), old.dtype)]))
 
     def _give_back(self, slot: int) -> None:
         for place in np.flatnonzero(self._length[slot]):
