@@ -7,7 +7,8 @@ it, at list prices from genai-prices), on the local backend, three times:
   conversation) and an audit of the whole 10% share of the skipped rows (``deliberation_audit_stop`` 0);
 - ``disputed``: the default: judge-v4 (round two continues round one's conversation only where a prompt cache
   serves the repeat, else judge-v2's one message) and the sequential audit (it stops once the upper end of the
-  95% Wilson interval of its flip rate is at or under ``deliberation_audit_stop``, 0.2).
+  95% Wilson interval of its flip rate is at or under ``deliberation_audit_stop``, 0.2; an audited row asks its
+  cheapest members first and stops once its change is decided: three votes of five where nobody revises).
 
 For ``before`` and ``disputed``: judge cost over round one's judge cost, both from the same run's
 ``summary.json`` (``cost_by_round_usd``); prompt tokens of a round-two vote against a round-one vote, per seat and
@@ -69,20 +70,25 @@ async def grade(tmp: Path, world: str, name: str, seed: int) -> Path:
 
 
 def tokens(folder: Path) -> dict:
-    """Prompt tokens a vote of each round, per seat and over the panel; requests and votes of each round."""
+    """Prompt tokens a vote of each round, per seat and over the panel (round two's per row: over the rows that
+    deliberated, not the audit's, which may ask part of their panel); requests and votes of each round."""
     by_seat: dict[str, dict[int, list[int]]] = defaultdict(lambda: {1: [], 2: []})
-    requests = {}
+    deliberated = {v["row_id"] for v in _lines(folder / "verdicts.jsonl") if v["deliberated"]}
+    requests, panel = {}, {1: [0, set()], 2: [0, set()]}  # round -> [prompt tokens, rows] over the panel
     for round_ in (1, 2):
         records = [r for r in _lines(folder / f"round{round_}.jsonl") if not r.get("audit_of")]
         for r in records:
             by_seat[r["member"]][round_].append(r["usage"]["prompt_tokens"])
+            if round_ == 1 or r["row_id"] in deliberated:
+                panel[round_][0] += r["usage"]["prompt_tokens"]
+                panel[round_][1].add(r["row_id"])
         requests[str(round_)] = {"votes": len(records), "requests": len({r["request_id"] for r in records}),
                             "rows": len({r["row_id"] for r in records})}
     seats = {}
     for seat, rounds in sorted(by_seat.items()):
         one, two = (statistics.fmean(rounds[k]) if rounds[k] else 0.0 for k in (1, 2))
         seats[seat] = {"round1": round(one, 1), "round2": round(two, 1), "ratio": round(two / one, 3) if one else None}
-    per_row = {k: sum(sum(r[k]) for r in by_seat.values()) / max(1, requests[str(k)]["rows"]) for k in (1, 2)}
+    per_row = {k: panel[k][0] / max(1, len(panel[k][1])) for k in (1, 2)}
     return {"per_seat": seats, "per_row": {"round1": round(per_row[1], 1), "round2": round(per_row[2], 1),
                                            "ratio": round(per_row[2] / per_row[1], 3) if per_row[1] else None},
             "requests": requests}

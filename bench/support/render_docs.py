@@ -96,7 +96,7 @@ def deliberation_cost(f: dict) -> str:
              "`python bench/deliberation_cost.py --save`: the shipped sample at each seed, judge cost over its own "
              "round one's (the same run), and verdicts against `--deliberate all`'s. `before` is `--deliberate "
              "disputed` as it was (judge-v3, the whole audit share); `disputed` is the default (judge-v4, the "
-             "sequential audit).", "",
+             "sequential audit, an audited row asking its cheapest members until its change is decided).", "",
              f"Machine: {_machine(f['machine'])}.", "",
              "| world | seed | all | before | disputed | disputed: same verdicts as all | audited rows (changed) "
              "| audit's 95% bound | round-two prompt tokens a deliberated row / round one's |",

@@ -36,21 +36,16 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Protocol, TypeVar
 
-import numpy as np
-
-import aggregator as agg
 from council.core.errors import ProviderUnavailable
 from council.core.schema import BankItem, ElicitedRecord, JudgeCallRecord, MemberSpec, ResponseRow, Scale
 from council.grading.budget import Budget, BudgetExhausted
 from council.grading.parked import ParkedRows
 from council.grading.pools import JudgePool
-from council.grading.sequential import SequentialAudit
+from council.grading.sequential import SequentialAudit, audit_outcome, audit_round_two
 from council.grading.stop import StopControl, Stopped
 from council.protocol.anonymise import Anonymiser
 from council.protocol.config import CouncilConfig
-from council.protocol.deliberation import (
-    Role, Rule, changed_levels, changed_verdicts, disputed, disputed_levels, round_two_layout, sampled,
-)
+from council.protocol.deliberation import Role, Rule, disputed, disputed_levels, round_two_layout, sampled
 from council.protocol.panels import eligible_members, peers_for, row_order
 from council.protocol.prompts import (
     CACHED_VERSION, CONVERSATION_VERSION, round1_body, round2_body, rubric_hash, single_messages,
@@ -271,6 +266,11 @@ class Coordinator:
         price_in, price_out = self.config.price_for(model, vendor)
         return (estimate_tokens(messages(), 0) * price_in + max_tokens * price_out) / 1e6
 
+    def vote_cost(self, member: MemberSpec, task: JudgeTask) -> float:
+        """A vote's cost at its output bound, budget or not (the audit asks its cheapest votes first)."""
+        price_in, price_out = self.config.price_for(member.judge_model, member.vendor)
+        return estimate_tokens(single_messages(task.round, task.body), 0) * price_in + self._out(member) * price_out
+
     def refusal(self, item: BankItem, row: ResponseRow, members: list[MemberSpec]) -> str | None:
         """Why a row must not be sent at all: a response over ``max_response_chars``, or a round-two prompt
         (round one's plus the peers' reasons and the verdict) over some panel member's context window."""
@@ -319,10 +319,14 @@ class Coordinator:
                                                   return_exceptions=True))
             round1 = {r.member: r for r in first if not r.shadow}  # a shadow vote is never shown to peers
             role = await self.role(item, row, members, round1, seq)
-            second = [] if role == "skipped" else [self._vote(m, t) for m, t in self.seconds(item, row, members, round1)]
-            round2 = _settled(await asyncio.gather(*second, return_exceptions=True))
+            if role == "audit" and item.scale is None and self._deliberation.audit_stop > 0:  # asked until decided
+                round2 = await audit_round_two(self.seconds(item, row, members, round1), self._vote, self.vote_cost,
+                                               round1, self.config.quorum)
+            else:
+                second = [] if role == "skipped" else self.seconds(item, row, members, round1)
+                round2 = _settled(await asyncio.gather(*(self._vote(m, t) for m, t in second), return_exceptions=True))
             if role == "audit" and seq is not None and self.deliberation_audit is not None:
-                self.deliberation_audit.done(seq, *self.audit_changed(item, members, round1, round2))
+                self.deliberation_audit.done(seq, *audit_outcome(self.config, item, members, round1, round2))
             records = [*round1.values(), *round2]
         else:
             if seq is not None and self.deliberation_audit is not None:
@@ -375,26 +379,6 @@ class Coordinator:
                                      solo=follow and params.prompt_version == CACHED_VERSION
                                      and len(own.batch_rows) <= 1)))
         return out
-
-    def audit_changed(self, item: BankItem, members: list[MemberSpec], round1: dict[str, JudgeCallRecord],
-                      round2: list[JudgeCallRecord]) -> tuple[bool, bool]:
-        """(complete, changed) of an audit row: every member's round two is in and none failed; and whether its
-        verdict (a graded item's council level on some dimension) would change had round two counted, by the rule
-        scoring counts the audit's changes with (:func:`council.protocol.deliberation.changed_verdicts`)."""
-        second = {r.member: r for r in round2}
-        complete = all(m.vendor in second and second[m.vendor].parse_status != "error" for m in members)
-        seated = {m.vendor for m in members}
-        columns = [m.vendor for m in self.config.roster]
-        rounds = (round1, second)
-        if item.scale is None:
-            code = {"correct": agg.CORRECT, "incorrect": agg.INCORRECT}
-            votes = [[[code.get(r[v].verdict, agg.MISSING) if v in seated and v in r else agg.MISSING
-                       for v in columns]] for r in rounds]
-            return complete, bool(changed_verdicts(*votes, self.config.quorum)[0])
-        names = item.scale.names
-        levels = [[[[float((r[v].scores or {}).get(d, "nan")) if v in seated and v in r else float("nan")
-                     for d in names] for v in columns]] for r in rounds]
-        return complete, bool(changed_levels(np.stack(levels, axis=-1), self.config.quorum)[0])
 
     def task(self, member: MemberSpec, row: ResponseRow, round_: int, body: str, letters: dict[str, str],
              rubric: str, *, shadow: bool = False, scale: Scale | None = None, scrubbed: dict[str, int] | None = None,

@@ -13,16 +13,35 @@ A row that ends without saying (its round one failed: the run is stopping), an a
 its round two, or a stop of the run (:meth:`SequentialAudit.halt`: rows it will not take would never say) leaves
 the order broken: every candidate still waiting, and every later one, ends with
 :class:`council.grading.stop.Stopped`, and the resume decides them again.
+
+Within an audited row the audit is sequential too (:func:`audit_round_two`, a correct / incorrect row of a run
+whose ``deliberation_audit_stop`` is above 0): what the audit measures of a row is whether its verdict would
+change had round two counted, and that is often decided before the whole panel has answered (on a panel of five,
+three members that keep their verdict). So the row asks its members in waves, its cheapest votes first, each
+wave the fewest that could decide it (:func:`council.protocol.deliberation.audit_wave`), until it is decided:
+the same answer as with the whole panel asked. A member whose vote fails ends the row (incomplete, as scoring
+counts it). The waves follow the votes and a fixed order (by the config's prices), so a resumed run asks the same.
 """
 
 from __future__ import annotations
 
 import asyncio
 import bisect
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
+import aggregator as agg
+from council.core.schema import BankItem, JudgeCallRecord, MemberSpec
 from council.grading.stop import Stopped
-from council.protocol.deliberation import audit_first_slice, keep_auditing, next_slice_end
+from council.protocol.config import CouncilConfig
+from council.protocol.deliberation import (
+    audit_change, audit_first_slice, audit_wave, changed_levels, changed_verdicts, keep_auditing, next_slice_end,
+)
+from council.transport.judge import JudgeTask
+
+_CODE = {"correct": agg.CORRECT, "incorrect": agg.INCORRECT}
 
 
 @dataclass
@@ -163,3 +182,60 @@ class SequentialAudit:
         if not future.done():
             future.set_exception(Stopped("the deliberation audit's order was broken (the run is stopping)"))
             future.exception()  # retrieved: a future no one awaits any more is not reported
+
+
+# -- within an audited row ------------------------------------------------------------------------------------
+
+
+def _code(record: JudgeCallRecord | None) -> int:
+    return agg.MISSING if record is None or record.parse_status == "error" else _CODE.get(record.verdict, agg.MISSING)
+
+
+async def audit_round_two(votes: Sequence[tuple[MemberSpec, JudgeTask]],
+                          ask: Callable[[MemberSpec, JudgeTask], Awaitable[JudgeCallRecord]],
+                          cost: Callable[[MemberSpec, JudgeTask], float], round1: dict[str, JudgeCallRecord],
+                          quorum: int) -> list[JudgeCallRecord]:
+    """The round-two votes of a correct / incorrect audit row (``votes``: its panel's, each member's task), asked in
+    waves until they decide whether the row's verdict would change (see the module's docstring): the cheapest
+    first by ``cost``, ties in panel order. A failed vote ends the row."""
+    first = np.array([_code(round1.get(m.vendor)) for m, _ in votes], dtype=np.int8)
+    second = np.full(len(votes), agg.MISSING, dtype=np.int8)
+    open_ = np.ones(len(votes), dtype=bool)
+    order = sorted(range(len(votes)), key=lambda j: (cost(*votes[j]), j))
+    out: list[JudgeCallRecord] = []
+    while open_.any():
+        wave = audit_wave(first, second, open_, [j for j in order if open_[j]], quorum)
+        results = await asyncio.gather(*(ask(*votes[j]) for j in wave), return_exceptions=True)
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
+        for j, record in zip(wave, results, strict=True):
+            second[j], open_[j] = _code(record), False
+            out.append(record)
+        if any(r.parse_status == "error" for r in results) or audit_change(first, second, open_, quorum) is not None:
+            break
+    return out
+
+
+def audit_outcome(config: CouncilConfig, item: BankItem, members: list[MemberSpec],
+                  round1: dict[str, JudgeCallRecord], round2: list[JudgeCallRecord]) -> tuple[bool, bool]:
+    """(complete, changed) of an audit row: every member asked answered (none failed) and, on a correct / incorrect
+    row, those answers decide whether its verdict would change whatever the members not asked would say (a graded
+    item asks its whole panel); and whether its verdict (a graded item's council level on some dimension) would
+    change had round two counted, by the rule scoring counts the audit's changes with
+    (:func:`council.protocol.deliberation.changed_verdicts`)."""
+    second = {r.member: r for r in round2}
+    seated = {m.vendor for m in members}
+    columns = [m.vendor for m in config.roster]
+    answered = all(r.parse_status != "error" for r in round2)
+    if item.scale is None:
+        first = np.array([_code(round1.get(v)) if v in seated else agg.MISSING for v in columns], dtype=np.int8)
+        then = np.array([_code(second.get(v)) if v in seated else agg.MISSING for v in columns], dtype=np.int8)
+        open_ = np.array([v in seated and v not in second for v in columns], dtype=bool)
+        decided = audit_change(first, then, open_, config.quorum) is not None
+        return answered and decided, bool(changed_verdicts(first[None], then[None], config.quorum)[0])
+    complete = answered and all(m.vendor in second for m in members)
+    names = item.scale.names
+    levels = [[[[float((r[v].scores or {}).get(d, "nan")) if v in seated and v in r else float("nan")
+                 for d in names] for v in columns]] for r in (round1, second)]
+    return complete, bool(changed_levels(np.stack(levels, axis=-1), config.quorum)[0])

@@ -197,7 +197,8 @@ class CouncilConfig(_Frozen):
     batch_audit: float = Field(default=0.0, ge=0.0, le=1.0)  # share of batched votes re-asked alone
     deliberate: Literal["all", "disputed"] = "disputed"  # round two only where round one is disputed, or on every row
     deliberation_audit: float = Field(default=0.1, ge=0.0, le=1.0)  # share of skipped rows deliberated, uncounted
-    # the audit stops once the 95% Wilson upper bound of its flip rate is at or under this (0: audit the whole share)
+    # the audit stops once the 95% Wilson upper bound of its flip rate is at or under this, and an audited row once
+    # its change is decided (0: audit the whole share, each row's whole panel)
     deliberation_audit_stop: float = Field(default=0.2, ge=0.0, lt=1.0)
     seed: int = 0
     judge: JudgeParams = Field(default_factory=JudgeParams)

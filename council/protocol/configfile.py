@@ -171,7 +171,8 @@ COMMENTS: dict[str, str] = {
     "deliberation_audit": "with deliberate = disputed, share of the skipped rows (seeded) that still get round "
                           "two, never counted: the summary says how many verdicts it would have changed, 0 to 1",
     "deliberation_audit_stop": "the audit goes on, slice by slice, only while the upper end of the 95% Wilson "
-                               "interval of its flip rate is above this; 0: audit the whole share",
+                               "interval of its flip rate is above this, and asks an audited row's members only "
+                               "until its change is decided; 0: audit the whole share, each row's whole panel",
     "seed": "seeds peer letters, the batch audit's sample, the bootstrap and the embedded provider's world",
     "judge": "every judge call",
     "judge.temperature": "sampling temperature",

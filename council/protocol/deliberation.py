@@ -26,6 +26,13 @@ Once it is not, no later candidate is audited. ``audit_stop`` 0 audits every can
 run audited is what its archive holds: a row that is not disputed and has a round two is an audit row
 (:meth:`Rule.role`), so scoring counts exactly the rows the run audited, whatever decided it.
 
+Within a correct / incorrect audit row (``audit_stop`` above 0) round two is asked in waves until the row's change
+is decided (:func:`audit_wave`, :func:`audit_change`): a wave is the fewest of the members not yet asked that would
+decide it if each kept its round-one verdict, and the row is decided once every way the members not asked could
+answer gives the same change. A unanimous panel of five that keeps its verdict is decided by three votes; the answer
+is always the one the whole panel would give. Scoring counts such a row complete when every member asked answered
+and those answers decide it (:func:`audit_decided`).
+
 Round two's layout (:func:`round_two_layout`). ``judge-v4`` repeats round one only where a provider's prompt cache
 serves the repeat at its cache-read rate: the member's round-two request continues round one's conversation
 (the judge-v3 layout) when that request can be round one's whole request again, and round one's request was at
@@ -40,6 +47,7 @@ same bodies, hence the same request keys (:func:`council.transport.shape.vote_ke
 from __future__ import annotations
 
 import hashlib
+import itertools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -171,6 +179,47 @@ def changed_verdicts(first: np.ndarray, second: np.ndarray, quorum: int) -> np.n
         return np.zeros(0, dtype=bool)
     verdict = agg.consensus(votes, quorum=quorum).verdict
     return verdict[:, 1] != verdict[:, 0]
+
+
+def audit_change(first: np.ndarray, second: np.ndarray, open_: np.ndarray, quorum: int) -> bool | None:
+    """Whether a correct / incorrect audit row's verdict would change had its round two counted, if the round-two
+    votes in already decide it: ``first`` and ``second`` (M,) verdict codes (``MISSING`` where none), ``open_`` (M,)
+    bool: the panel members whose round two was not asked. Decided when every way the open members could answer
+    (correct, incorrect, or no valid vote) gives the same; None when it is not (:func:`changed_verdicts` decides)."""
+    cols = np.flatnonzero(np.asarray(open_, dtype=bool))
+    answers = np.array(list(itertools.product((agg.CORRECT, agg.INCORRECT, agg.MISSING), repeat=len(cols))),
+                       dtype=np.int8).reshape(3 ** len(cols), len(cols))
+    seconds = np.repeat(np.asarray(second, dtype=np.int8)[None, :], len(answers), axis=0)
+    seconds[:, cols] = answers
+    firsts = np.repeat(np.asarray(first, dtype=np.int8)[None, :], len(answers), axis=0)
+    changed = changed_verdicts(firsts, seconds, quorum)
+    return bool(changed[0]) if (changed == changed[0]).all() else None
+
+
+def audit_decided(first: np.ndarray, second: np.ndarray, open_: np.ndarray, quorum: int) -> np.ndarray:
+    """(n,) bool: :func:`audit_change` is decided on each of n audit rows (``first``, ``second``: (n, M) codes;
+    ``open_``: (n, M) bool). A row whose whole panel was asked is decided."""
+    out = np.ones(len(open_), dtype=bool)
+    for i in np.flatnonzero(np.asarray(open_, dtype=bool).any(axis=1)):
+        out[i] = audit_change(first[i], second[i], open_[i], quorum) is not None
+    return out
+
+
+def audit_wave(first: np.ndarray, second: np.ndarray, open_: np.ndarray, order: Sequence[int],
+               quorum: int) -> list[int]:
+    """The members an audit row asks next (indices into the (M,) arrays of :func:`audit_change`): the fewest of
+    ``order`` (its open members, cheapest first) that would decide the row if each kept its round-one verdict,
+    round two's usual answer on a unanimous panel (all of them when none would). The row asks wave after wave
+    until it is decided, so it takes the same answer as with its whole panel asked, from fewer votes."""
+    order = list(order)
+    for k in range(1, len(order)):
+        trial = np.asarray(second, dtype=np.int8).copy()
+        trial[order[:k]] = np.asarray(first, dtype=np.int8)[order[:k]]
+        still = np.asarray(open_, dtype=bool).copy()
+        still[order[:k]] = False
+        if audit_change(first, trial, still, quorum) is not None:
+            return order[:k]
+    return order
 
 
 def changed_levels(levels: np.ndarray, quorum: int) -> np.ndarray:

@@ -131,7 +131,11 @@ class VoteArrays:
     audit_levels: np.ndarray = field(default_factory=lambda: np.zeros((0, 0, 0), dtype=np.int8))
     """(R, M, D) int8: an audit row's archived round-two levels (graded items), never counted."""
     audit_complete: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
-    """(R,) bool: every panel member of the audit row has a round-two result (not an error)."""
+    """(R,) bool: every panel member asked round two on the audit row has a result (not an error); a graded item's
+    whole panel was asked (a correct / incorrect row may stop once its answers decide it: ``audit_open``)."""
+    audit_open: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=bool))
+    """(R, M) bool: a correct / incorrect audit row's panel members whose round two was not asked (the audit
+    stopped asking once the row was decided, :func:`council.protocol.deliberation.audit_decided`)."""
     audit_candidate: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
     """(R,) bool: a skipped or audited row in the audit's seeded share (its candidates, audited or not)."""
     deliberation: Rule = field(default_factory=Rule)
@@ -148,7 +152,7 @@ class VoteArrays:
             scale_of_row=self.scale_of_row[idx], levels=self.levels[idx], deliberated=self.deliberated[idx],
             deliberation_audit=self.deliberation_audit[idx], audit_round2=self.audit_round2[idx],
             audit_levels=self.audit_levels[idx], audit_complete=self.audit_complete[idx],
-            audit_candidate=self.audit_candidate[idx], deliberation=self.deliberation)
+            audit_open=self.audit_open[idx], audit_candidate=self.audit_candidate[idx], deliberation=self.deliberation)
 
 
 def build(folder: Path, roster: list[MemberSpec], self_exclusion: bool, probe_by_item: dict[str, str], *,
@@ -207,7 +211,7 @@ def build(folder: Path, roster: list[MemberSpec], self_exclusion: bool, probe_by
     eligible = panels[np.array([group[v] for v in vendors], dtype=np.int64)] if n else np.zeros((0, len(members)), bool)
     votes = np.full((n, len(members), 2), agg.MISSING, dtype=np.int8)
     answered = np.zeros((n, len(members), 2), dtype=bool)
-    asked = np.zeros(n, dtype=bool)  # some panel member's round two is archived
+    asked = np.zeros((n, len(members)), dtype=bool)  # the panel member's round two is archived
     latest = np.full((n, len(members)), -1, dtype=np.int32)  # each round-two vote's latest record (its ordinal)
     superseded = False
     for round_ in (1, 2):
@@ -219,7 +223,7 @@ def build(folder: Path, roster: list[MemberSpec], self_exclusion: bool, probe_by
                 latest[i, j] = ordinal
             if i is not None and j is not None and eligible[i, j]:  # a later record supersedes an earlier
                 if round_ == 2:
-                    asked[i] = True
+                    asked[i, j] = True
                 votes[i, j, round_ - 1] = CODE.get(rec.get("verdict"), agg.MISSING)
                 answered[i, j, round_ - 1] = rec.get("parse_status") != "error"
                 if scale_list and scale_of_row[i] >= 0:
@@ -281,21 +285,22 @@ def _set_aside(rule: Rule, row_ids: list[str], votes: np.ndarray, levels: np.nda
                eligible: np.ndarray, scale_of_row: np.ndarray, dimensions: list[tuple[str, ...]],
                asked: np.ndarray) -> dict[str, Any]:
     """Each row's part in deliberation by the protocol's rule (:class:`council.protocol.deliberation.Rule`, the
-    coordinator's own), as the ``VoteArrays`` fields it fills; ``asked`` (R,) says which rows' round two is
-    archived (a row not disputed with one is an audit row: the run audited it). A row that did not deliberate
-    (skipped, or in the audit) gets its round-one votes, levels and answers in round two's place, in place; an
-    audit row's archived round two is kept aside first."""
+    coordinator's own), as the ``VoteArrays`` fields it fills; ``asked`` (R, M) says whose round two is archived
+    (a row not disputed with one is an audit row: the run audited it). A row that did not deliberate (skipped, or
+    in the audit) gets its round-one votes, levels and answers in round two's place, in place; an audit row's
+    archived round two is kept aside first."""
     n, m = votes.shape[:2]
     out = {"deliberated": np.ones(n, dtype=bool), "deliberation_audit": np.zeros(n, dtype=bool),
            "audit_round2": np.full((n, m), agg.MISSING, dtype=np.int8),
            "audit_levels": np.full((n, m, levels.shape[2]), agg.MISSING, dtype=np.int8),
-           "audit_complete": np.zeros(n, dtype=bool), "audit_candidate": np.zeros(n, dtype=bool)}
+           "audit_complete": np.zeros(n, dtype=bool), "audit_open": np.zeros((n, m), dtype=bool),
+           "audit_candidate": np.zeros(n, dtype=bool)}
     if rule.mode == "all":
         return out
     for i, row_id in enumerate(row_ids):
         names = dimensions[scale_of_row[i]] if scale_of_row[i] >= 0 else None
         role = row_role(rule, row_id, eligible[i], answered[i, :, 0], votes[i, :, 0],
-                        levels[i, :, :, 0] if names else None, names, bool(asked[i]))
+                        levels[i, :, :, 0] if names else None, names, bool(asked[i].any()))
         if role == "deliberated":
             continue
         out["deliberated"][i] = False
@@ -305,7 +310,9 @@ def _set_aside(rule: Rule, row_ids: list[str], votes: np.ndarray, levels: np.nda
             out["audit_round2"][i] = votes[i, :, 1]
             if levels.shape[0]:
                 out["audit_levels"][i] = levels[i, :, :, 1]
-            out["audit_complete"][i] = bool((answered[i, :, 1] | ~eligible[i]).all())
+            open_ = eligible[i] & ~asked[i] if not names else np.zeros(m, dtype=bool)  # a graded row asks all
+            out["audit_open"][i] = open_
+            out["audit_complete"][i] = bool((answered[i, :, 1] | ~eligible[i] | open_).all())
     aside = ~out["deliberated"]
     votes[aside, :, 1] = votes[aside, :, 0]
     answered[aside, :, 1] = answered[aside, :, 0]

@@ -17,7 +17,7 @@ import aggregator as agg
 from council.core.schema import (BankItem, ElicitedRecord, JudgeCallRecord, MemberSpec, ResponseRow, RowVerdict,
                                  RunManifest)
 from council.protocol.config import HonestyWeights
-from council.protocol.deliberation import AUDIT_CI, Rule, changed_verdicts, keep_auditing
+from council.protocol.deliberation import AUDIT_CI, Rule, audit_decided, changed_verdicts, keep_auditing
 from council.protocol.panels import panel
 from council.scoring import scales
 from council.scoring.arrays import CODE, SPEND, WORD, Counters, VoteArrays, build, row_role
@@ -121,7 +121,7 @@ def _deliberation(full: VoteArrays, a: VoteArrays, cons: agg.Consensus, decided:
     ``stop_at``. deliberation_impact, agreement_lift, consensus_flip_rate, unanimity_lift, member_flips and
     herding are computed on ``rows_deliberated`` only."""
     graded = full.graded
-    audit = a.deliberation_audit & a.audit_complete
+    audit = a.deliberation_audit & _audit_complete(a, quorum)
     changed = int(changed_verdicts(a.votes[audit, :, 0], a.audit_round2[audit], quorum).sum())
     scaled_changed, scaled_n = scales.audit_changes(decided, full, quorum)
     n, k = int(audit.sum()) + scaled_n, changed + scaled_changed
@@ -136,11 +136,17 @@ def _deliberation(full: VoteArrays, a: VoteArrays, cons: agg.Consensus, decided:
         "rows_audit": rows_audit,
         "audit": {"rows": n, "changed": k, "changed_rate": _num(k / n) if n else None, "ci": AUDIT_CI,
                   "ci_low": _num(low), "ci_high": _num(high),
-                  "incomplete": int((graded & full.deliberation_audit & ~full.audit_complete).sum()),
+                  "incomplete": int((graded & full.deliberation_audit & ~_audit_complete(full, quorum)).sum()),
                   "candidates": candidates, "stop_at": rule.audit_stop,
                   "stopped_early": bool(rule.audit_stop > 0 and rows_audit < candidates
                                         and not keep_auditing(rule.audit_stop, k, n))},
     }
+
+
+def _audit_complete(a: VoteArrays, quorum: int) -> np.ndarray:
+    """(R,) bool: the audit row's round two is complete: every member asked answered, and those answers decide
+    whether its verdict would change (:func:`council.protocol.deliberation.audit_decided`)."""
+    return a.audit_complete & audit_decided(a.votes[:, :, 0], a.audit_round2, a.audit_open, quorum)
 
 
 def statistics(a: VoteArrays, cons: agg.Consensus, tallied: agg.Tally, quorum: int, *, seed: int, resamples: int,

@@ -81,9 +81,12 @@ def test_a_batch_run_gives_the_synchronous_run_s_verdicts_at_under_half_its_cost
     sync, batch = pair
     assert (batch / "verdicts.jsonl").read_bytes() == (sync / "verdicts.jsonl").read_bytes()
     vs, vb = votes(sync), votes(batch)
-    assert vs.keys() == vb.keys()
-    for key, record in vb.items():  # the provider draws a row's verdict alike alone or packed
-        assert (record["verdict"], record["request_key"]) == (vs[key]["verdict"], vs[key]["request_key"]), key
+    # The synchronous run asks an audit row's members until its change is decided, cheapest first; a batch run
+    # asks the whole panel (each wave would wait for a batch): the same audit rows, more of their votes.
+    audit = {v["row_id"] for v in lines(sync / "verdicts.jsonl") if v["deliberation_audit"]}
+    assert audit and vs.keys() <= vb.keys() and all(k[0] in audit and k[2] == 2 for k in vb.keys() - vs.keys())
+    for key, record in vs.items():  # the provider draws a row's verdict alike alone or packed
+        assert (record["verdict"], record["request_key"]) == (vb[key]["verdict"], vb[key]["request_key"]), key
     # The batch requests pack rows as the synchronous judge's do when a request limit binds (the synchronous run
     # here had none binding: one row a request); each vote records its request's rows.
     batched = [r for r in vb.values() if r["member"] not in SYNC]
@@ -92,13 +95,14 @@ def test_a_batch_run_gives_the_synchronous_run_s_verdicts_at_under_half_its_cost
                for r in batched if r["batch_size"] > 1)
     assert max(r["batch_size"] for r in batched) == 8  # VendorSettings.max_batch
     assert all(r["batch_id"] is None and r["batch_size"] == 1 for r in vb.values() if r["member"] in SYNC)
-    cs, cb = cost_by_member(vs), cost_by_member(vb)
+    cs, cb = cost_by_member(vs), cost_by_member({k: vb[k] for k in vs})  # the same votes
     for member in cs:
         if member in SYNC:
             assert cb[member] == pytest.approx(cs[member], rel=1e-9), member
         else:  # packed, and at half price where the rate is known
             assert cb[member] < (0.5 if member in HALF_PRICED else 1.0) * cs[member], member
     assert sum(cb.values()) <= 0.55 * sum(cs.values())
+    assert sum(cost_by_member(vb).values()) <= 0.55 * sum(cs.values())  # the batch run's whole cost too
     manifest = orjson.loads((batch / "manifest.json").read_bytes())
     for member in manifest["roster"]:  # the rates each judge's votes were charged at are on record
         model, vendor = member["judge_model"], member["vendor"]

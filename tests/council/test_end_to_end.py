@@ -67,7 +67,13 @@ def check_run_folder(result, n_rows: int) -> None:
         assert max(keys.values()) == 1  # one record per vote
         expected = {(rid, vendor) for rid, row in rows.items() for vendor in expected_panel(manifest, row["vendor"])
                     if round_ == 1 or rid in sent}
-        assert set(keys) == expected  # every panel member, and no judge of the row's own vendor
+        audit = {(rid, m) for rid, m in expected if round_ == 2 and verdicts[rid]["deliberation_audit"]}
+        # every panel member, and no judge of the row's own vendor; an audit row asks half its panel at least,
+        # until its change is decided (council.protocol.deliberation.audit_wave)
+        assert expected - audit <= set(keys) <= expected
+        for rid in {rid for rid, _ in audit}:
+            asked = sum(k[0] == rid for k in keys)
+            assert asked >= (len(expected_panel(manifest, rows[rid]["vendor"])) + 1) // 2
         for r in records:
             assert r["round"] == round_ and r["judge_prompt_version"] == manifest["judge_prompt_version"]
             assert r["judge_prompt_hash"] == manifest["prompt_hashes"][f"round{round_}"]
