@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 
 import ray
 
@@ -94,6 +95,7 @@ class ShardActor:
         from council.grading.pools import LocalPool
 
         holder = f"shard{index}:{os.getpid()}"
+        self._run_folder = run_folder
 
         async def send(records: list, refusals: list) -> None:
             await writer.write.remote(records, refusals)
@@ -115,6 +117,15 @@ class ShardActor:
 
     async def grade(self, lines: list[bytes]) -> dict:
         return await self._worker.grade(lines)
+
+    async def grade_at(self, first: int, count: int) -> dict:
+        """The chunk of ``count`` rows from the location ``first`` of the run folder's rows, read here (a batch run's
+        workers reach the run folder: the driver hands out where its rows are, not the rows)."""
+        from council.store.archive import lines_from
+        from council.store.files import ROWS
+
+        assert self._run_folder is not None
+        return await self._worker.grade(lines_from(Path(self._run_folder) / ROWS, first, count))
 
     def request_stop(self, reason: str, detail: str | None) -> None:
         self._worker.request_stop(reason, detail)

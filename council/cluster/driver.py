@@ -2,7 +2,8 @@
 
 The driver reads the run folder's rows and hands them out in chunks of raw JSON lines to shard workers
 (Ray actors spread over the cluster's nodes), at most ``depth`` chunks per worker at once, so its memory is
-flat and it does no grading itself. Each worker drives its rows through both rounds with its own judges,
+flat and it does no grading itself; a batch run's workers, which reach the run folder, are handed where their
+chunk is and read it themselves. Each worker drives its rows through both rounds with its own judges,
 all leasing from the one named quota actor of each vendor (one limit for the whole cluster). Records come
 back in batches to one writer actor pinned to this node, which owns the run folder: no shared file system.
 
@@ -26,6 +27,8 @@ from council.core.errors import ConfigError
 from council.core.schema import BankItem
 from council.grading.stop import StopControl
 from council.protocol.config import CouncilConfig, Endpoint
+from council.store.archive import lines_from
+from council.store.files import ROWS
 
 CHUNK_ROWS = 256  # rows per chunk; a small run is cut finer, so that every worker gets a share
 MIN_CHUNK_ROWS = 16
@@ -48,25 +51,41 @@ class ShardedOutcome:
     archived_cost_usd: float = 0.0  # what the archive held when the run started (a resumed run)
 
 
-def chunks(lines: Iterable[bytes], size: int = CHUNK_ROWS) -> Iterator[list[bytes]]:
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """Rows handed out together: the location of the first in the run folder's ``rows.jsonl``
+    (:func:`council.store.archive.iter_located`) and how many there are."""
+
+    first: int
+    count: int
+
+
+def chunks(located: Iterable[tuple[int, bytes]], size: int = CHUNK_ROWS) -> Iterator[tuple[Chunk, list[bytes]]]:
+    """The lines with content of ``located`` ((location, line) pairs) in chunks of ``size``, each with its place."""
     chunk: list[bytes] = []
-    for line in lines:
+    first = 0
+    for loc, line in located:
         if line.strip():
+            if not chunk:
+                first = loc
             chunk.append(line)
             if len(chunk) >= size:
-                yield chunk
+                yield Chunk(first, len(chunk)), chunk
                 chunk = []
     if chunk:
-        yield chunk
+        yield Chunk(first, len(chunk)), chunk
 
 
 async def drive_shards(
-    folder: Path, lines: Iterable[bytes], config: CouncilConfig, items: list[BankItem],
+    folder: Path, located: Iterable[tuple[int, bytes]], config: CouncilConfig, items: list[BankItem],
     endpoints: dict[str, Endpoint], names: list[str], shards: int, stop: StopControl, *, rows: int,
     on_progress: Callable[[int], None] | None = None,
 ) -> ShardedOutcome:
-    """Grade the rows of ``lines`` with ``shards`` workers. The writer indexes what the run folder already holds
-    (a resumed run), and the budget starts from what that cost."""
+    """Grade the rows of ``located`` (the run folder's rows, each with its location) with ``shards`` workers. The
+    writer indexes what the run folder already holds (a resumed run), and the budget starts from what that cost. A
+    chunk is handed out by value, or, in a batch run (whose workers reach the run folder, where they journal their
+    batches), by its place in the run folder's rows, which the worker reads: thousands of rows wait on batches, and
+    neither this process nor the object store holds them meanwhile. A chunk sent again is read again."""
     import ray
     from ray.exceptions import RayActorError
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -94,7 +113,14 @@ async def drive_shards(
         log.info("shards.start", shards=shards, nodes=len(set(nodes)), placement_s=round(placement_s, 3))
         size = min(CHUNK_ROWS, max(MIN_CHUNK_ROWS, -(-rows // (shards * 4))))
         depth = max(1, config.in_flight // size)  # a batching vendor's rows wait on batches: many in flight
-        outcome = await _dispatch(workers, chunks(lines, size), depth, stop, on_progress, log, RayActorError)
+        rows_path = folder / ROWS
+
+        def send(worker: Any, chunk: Chunk, lines: list[bytes] | None) -> Any:
+            if config.batching:
+                return worker.grade_at.remote(chunk.first, chunk.count)
+            return worker.grade.remote(lines if lines is not None else lines_from(rows_path, chunk.first, chunk.count))
+
+        outcome = await _dispatch(workers, chunks(located, size), depth, stop, on_progress, log, RayActorError, send)
         outcome.placement_s = placement_s
         outcome.archived_cost_usd = archived["cost_usd"]
         totals = await asyncio.gather(*(w.totals.remote() for w in workers), return_exceptions=True)
@@ -136,14 +162,16 @@ async def _placed(workers: list, shards: int) -> list[str]:
                           "add nodes") from None
 
 
-async def _dispatch(workers: list, source: Iterator[list[bytes]], depth: int, stop: StopControl,
-                    on_progress: Callable[[int], None] | None, log: Any, actor_error: type) -> ShardedOutcome:
-    """Chunks to workers, at most ``depth`` in progress per worker, the least loaded first."""
+async def _dispatch(workers: list, source: Iterator[tuple[Chunk, list[bytes]]], depth: int, stop: StopControl,
+                    on_progress: Callable[[int], None] | None, log: Any, actor_error: type,
+                    grade: Callable[[Any, Chunk, list[bytes] | None], Any]) -> ShardedOutcome:
+    """Chunks to workers, at most ``depth`` in progress per worker, the least loaded first; ``grade`` starts a chunk
+    on a worker (its lines when they are at hand: None for a chunk sent again, which is read again)."""
     outcome = ShardedOutcome()
     load = [0] * len(workers)
     gone: set[int] = set()
-    pending: dict[asyncio.Future, tuple[int, list[bytes]]] = {}
-    retry: list[list[bytes]] = []
+    pending: dict[asyncio.Future, tuple[int, Chunk]] = {}
+    retry: list[Chunk] = []
 
     def stop_workers() -> None:
         for i, w in enumerate(workers):
@@ -152,8 +180,8 @@ async def _dispatch(workers: list, source: Iterator[list[bytes]], depth: int, st
 
     stop.on_request(stop_workers)
 
-    def send(i: int, chunk: list[bytes]) -> None:
-        future = asyncio.ensure_future(workers[i].grade.remote(chunk))
+    def send(i: int, chunk: Chunk, lines: list[bytes] | None) -> None:
+        future = asyncio.ensure_future(grade(workers[i], chunk, lines))
         pending[future] = (i, chunk)
         load[i] += 1
 
@@ -162,10 +190,10 @@ async def _dispatch(workers: list, source: Iterator[list[bytes]], depth: int, st
             live = [i for i in range(len(workers)) if i not in gone and load[i] < depth]
             if not live:
                 return
-            chunk = retry.pop() if retry else next(source, None)
-            if chunk is None:
+            taken = (retry.pop(), None) if retry else next(source, None)
+            if taken is None:
                 return
-            send(min(live, key=load.__getitem__), chunk)
+            send(min(live, key=load.__getitem__), *taken)
 
     fill()
     while pending:

@@ -15,7 +15,7 @@ file system, or one node).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -105,20 +105,24 @@ class ShardWorker:
         self.rows_done += 1
 
     async def grade(self, lines: list[bytes]) -> dict[str, Any]:
-        """Grade one chunk; returns how it ended (``stopped`` names the reason when this worker is stopping)."""
+        """Grade one chunk (its rows' JSON lines, consumed: the list is emptied, and each row is let go once it is
+        taken in, so a row waiting on batches is on disk only); returns how it ended (``stopped`` names the reason when
+        this worker is stopping)."""
         context = {"vendor_map": self.config.vendor_map}
         rows = [ResponseRow.model_validate(orjson.loads(line), context=context) for line in lines]
+        lines.clear()
+        n = len(rows)
         records, audited = await self._fetch([r.row_id for r in rows])
         keys = [(r.row_id, r.member, r.round) for r in records]
         self._known.votes.update(zip(keys, records, strict=True))
         self.coordinator.note_audited(audited)
         try:
-            await self.coordinator.run(rows)
+            await self.coordinator.run(_taken(rows))
         finally:
             for key in keys:
                 self._known.votes.pop(key, None)
             await self.link.flush()
-        return {"rows": len(rows), "stopped": self.stop.reason, "detail": self.stop.detail}
+        return {"rows": n, "stopped": self.stop.reason, "detail": self.stop.detail}
 
     def request_stop(self, reason: str, detail: str | None = None) -> None:
         self.stop.request(reason, detail)
@@ -134,6 +138,13 @@ class ShardWorker:
         await self.pool.close()
         if isinstance(self.budget, LeasedBudget):
             await self.budget.report()
+
+
+def _taken(items: list[ResponseRow]) -> Iterator[ResponseRow]:
+    """Each of ``items`` in order, let go of as it is taken (the list ends empty)."""
+    items.reverse()
+    while items:
+        yield items.pop()
 
 
 def batching_pool(pool: JudgePool, config: Any, endpoints: dict[str, Any], run_folder: str, index: int) -> JudgePool:

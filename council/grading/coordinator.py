@@ -118,6 +118,9 @@ class Coordinator:
                             and rule.audit_share > 0 and rule.audit_stop > 0)
         self.deliberation_audit: SequentialAudit | None = None  # the run's, while run() grades in order
         self._scratch_dir = scratch_dir  # where a batch run parks its rows in flight (None: the system's temp folder)
+        self._parked: ParkedRows | None = None
+        self._parked_calls = 0
+        self.stop.on_request(lambda: self._parked is not None and self._parked.stopping())
 
     def note_audited(self, keys: Iterable[VoteKey]) -> None:
         """Votes whose batch audit is already archived (a shard learns them chunk by chunk)."""
@@ -129,12 +132,27 @@ class Coordinator:
         order = self._ordered()
         with heap_frozen():
             if order is None and self.config.batching:
-                await ParkedRows(self, self._scratch_dir).run(item_major(rows))
+                await self._grade_parked(item_major(rows))
             elif order is None:
                 await self._work(item_major(rows), self.grade_row)
             else:
                 await self._work(enumerate(item_major(rows)), self._grade_in_order)
             await self._finish_audits()
+
+    async def _grade_parked(self, rows: Iterator[ResponseRow]) -> None:
+        """Rows parked on disk while their votes wait (a batch run). The calls in progress at once (a shard worker's
+        chunks) share one :class:`ParkedRows`, closed when the last one ends."""
+        if self._parked is None:
+            self._parked = ParkedRows(self, self._scratch_dir)
+        parked = self._parked
+        self._parked_calls += 1
+        try:
+            await parked.grade(rows)
+        finally:
+            self._parked_calls -= 1
+            if not self._parked_calls:
+                self._parked = None
+                await parked.close()
 
     def _ordered(self) -> SequentialAudit | None:
         """The run's sequential deliberation audit, begun (None where every candidate is audited)."""

@@ -11,9 +11,10 @@ and its records when it moves on, its round one complete, to round two or to its
 end). What a row in flight holds in memory does not depend on the length of its prompts.
 
 The protocol is the coordinator's, step for step (:meth:`Coordinator.panel`, :meth:`~Coordinator.first`,
-:meth:`~Coordinator.role`, :meth:`~Coordinator.seconds`, :meth:`~Coordinator.graded`); only the waiting differs. Three
-loops drive it: one starts rows (their round one) while there is room, one starts the round two of rows whose round one
-is complete, one takes the answers in (settles their cost, archives them, moves their row on). A vote that fails fails
+:meth:`~Coordinator.role`, :meth:`~Coordinator.seconds`, :meth:`~Coordinator.graded`); only the waiting differs. Each call
+of :meth:`ParkedRows.grade` starts its rows (their round one) while there is room, beside any other call in progress (a
+shard worker's chunks share one instance); two loops do the rest: one starts the round two of rows whose round one is
+complete, one takes the answers in (settles their cost, archives them, moves their row on). A vote that fails fails
 its row, which is not graded (a resume asks it again), and stops the run as on the synchronous path when the vendor
 cannot be used or the budget is spent.
 
@@ -198,9 +199,21 @@ class _Held:
         return len(self._tickets) - self._head
 
 
+class _Group:
+    """The rows of one call of :meth:`ParkedRows.grade`: how many are in flight, whether all were fed, and its end."""
+
+    __slots__ = ("id", "in_flight", "fed", "over")
+
+    def __init__(self, id_: int, over: asyncio.Future[None]) -> None:
+        self.id = id_
+        self.in_flight = 0
+        self.fed = False
+        self.over = over
+
+
 class ParkedRows:
-    """Grades rows for ``coordinator`` with every row in flight parked in a slot; :meth:`run` returns once every row
-    is graded (or was dropped by a stop), or raises the first error that is not a stop.
+    """Grades rows for ``coordinator`` with every row in flight parked in a slot (:meth:`grade`, from any number of
+    callers at once; :meth:`close` once none is left).
 
     Its votes are sent by ticket (:mod:`council.transport.tickets`), the ticket a vote's slot and place: the place
     holds, until the answer replaces it, whom the vote is for, its task (its prompt elsewhere in the slot) and the cost
@@ -219,6 +232,7 @@ class ParkedRows:
         self._pending = np.zeros(grow, np.int32)  # votes the slot's round waits for, plus one while it is sending
         self._round = np.zeros(grow, np.int8)
         self._failed = np.zeros(grow, np.bool_)
+        self._group_of = np.zeros(grow, np.int64)  # the call (:meth:`grade`) whose row the slot holds
         self._used = 0  # slots ever taken
         self._free = array("l")
         self.in_flight = 0
@@ -230,43 +244,70 @@ class ParkedRows:
         self._numbers: dict[tuple[str, str, bool], int] = {}
         self._arrivals: deque[tuple[int, JudgeCallRecord | None, BaseException | None]] = deque()
         self._ready: deque[int] = deque()  # slots whose round one is complete
-        self._fed = False
         self._wakes = {name: asyncio.Event() for name in ("arrival", "ready", "room")}
-        self._over: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._groups: dict[int, _Group] = {}  # the calls in progress
+        self._next_group = 0
+        self._loops: list[asyncio.Task[None]] = []
+        self._error: BaseException | None = None  # a loop's: every call fails with it
 
-    async def run(self, rows: Iterator[ResponseRow]) -> None:
-        """Grade ``rows``; a stop ends the taking of new rows, rows in flight get ``stop.grace_s`` to finish and are
-        then abandoned (counted in the coordinator's ``abandoned``)."""
+    async def grade(self, rows: Iterator[ResponseRow]) -> None:
+        """Grade ``rows``, beside the rows of other calls in progress (a shard worker's chunks share one instance);
+        returns once each of them is graded (or was dropped by a stop), or raises the first error that is not a stop.
+        A stop ends the taking of new rows; rows in flight get ``stop.grace_s`` to finish and are then abandoned
+        (counted in the coordinator's ``abandoned``)."""
+        self._begin()
+        group = _Group(self._next_group, asyncio.get_running_loop().create_future())
+        self._next_group += 1
+        self._groups[group.id] = group
         stop = self._c.stop
-        loops = [asyncio.create_task(self._feed(rows)), asyncio.create_task(self._collect()),
-                 asyncio.create_task(self._advance())]
-        for loop in loops:
-            loop.add_done_callback(self._loop_ended)
-        stop.on_request(self._wakes["room"].set)  # a feeder waiting for room stops waiting
-        stop.on_request(self._drop_held)  # held votes are never sent (as a pool's queued votes are not)
-        stopping = asyncio.create_task(stop.wait())
+        stopping = asyncio.ensure_future(stop.wait())
         try:
-            await asyncio.wait({self._over, stopping}, return_when=asyncio.FIRST_COMPLETED)
-            if not self._over.done():
+            await self._feed(rows, group)
+            await asyncio.wait({group.over, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            if not group.over.done():
                 try:
-                    await asyncio.wait_for(asyncio.shield(self._over), stop.grace_s)
+                    await asyncio.wait_for(asyncio.shield(group.over), stop.grace_s)
                 except TimeoutError:
-                    self._c.abandoned += self.in_flight
+                    self._c.abandoned += group.in_flight
                     return
-            self._over.result()
+            group.over.result()
         finally:
             stopping.cancel()
-            for loop in loops:
-                loop.cancel()
-            await asyncio.gather(*loops, return_exceptions=True)
-            self._scratch.close()
+            del self._groups[group.id]
+
+    def stopping(self) -> None:
+        """The run is stopping: feeders waiting for room stop waiting, held votes are never sent (as a pool's queued
+        votes are not)."""
+        self._wakes["room"].set()
+        self._drop_held()
+
+    async def close(self) -> None:
+        """Stop the loops and give the scratch files back (rows still in flight are dropped)."""
+        for loop in self._loops:
+            loop.cancel()
+        await asyncio.gather(*self._loops, return_exceptions=True)
+        self._loops = []
+        self._scratch.close()
+
+    def _begin(self) -> None:
+        if self._error is not None:
+            raise self._error
+        if not self._loops:
+            self._loops = [asyncio.create_task(self._collect()), asyncio.create_task(self._advance())]
+            for loop in self._loops:
+                loop.add_done_callback(self._loop_ended)
 
     def _loop_ended(self, loop: asyncio.Task[None]) -> None:
-        if not loop.cancelled() and loop.exception() is not None and not self._over.done():
-            self._over.set_exception(loop.exception())
+        if loop.cancelled() or loop.exception() is None:
+            return
+        self._error = loop.exception()
+        for group in self._groups.values():
+            if not group.over.done():
+                group.over.set_exception(self._error)
+        self._wakes["room"].set()
 
-    # -- the three loops ---------------------------------------------------------------------------------------
-    async def _feed(self, rows: Iterator[ResponseRow]) -> None:
+    # -- feeding, and the two loops ------------------------------------------------------------------------------
+    async def _feed(self, rows: Iterator[ResponseRow], group: _Group) -> None:
         """Round one of each row, while there is room and the run is not stopping."""
         c = self._c
         try:
@@ -275,12 +316,12 @@ class ParkedRows:
                     await self._wait("room")
                 if self._halted():
                     break
-                await self._start(row)
+                await self._start(row, group)
         except (BudgetExhausted, Stopped, ProviderUnavailable) as exc:
             c.stopped_by(exc)
         finally:
-            self._fed = True
-            self._check_over()
+            group.fed = True
+            self._check_over(group)
 
     async def _collect(self) -> None:
         """Each answer as it comes in: its cost settled, its record archived and parked, its row moved on."""
@@ -306,16 +347,16 @@ class ParkedRows:
         wake.clear()
 
     def _halted(self) -> bool:
-        return self._c.budget.exhausted or self._c.stop.requested
+        return self._c.budget.exhausted or self._c.stop.requested or self._error is not None
 
     # -- a row's steps -----------------------------------------------------------------------------------------
-    async def _start(self, row: ResponseRow) -> None:
+    async def _start(self, row: ResponseRow, group: _Group) -> None:
         c = self._c
         item, members, shadows, refused = c.panel(row)
         if not members:
             c.graded(row, [], refused is not None)
             return
-        slot = self._take()
+        slot = self._take(group)
         self._keep(slot, 0, row.model_dump_json().encode())
         self._round[slot] = 1
         await self._send(slot, 1, self._second_end, c.first(item, row, members, shadows))
@@ -450,7 +491,7 @@ class ParkedRows:
         self._c.graded(row, [*first, *second], False)
 
     # -- slots -------------------------------------------------------------------------------------------------
-    def _take(self) -> int:
+    def _take(self, group: _Group) -> int:
         if self._free:
             slot = self._free.pop()
         else:
@@ -459,13 +500,15 @@ class ParkedRows:
             if slot == len(self._pending):
                 self._grow()
         self.in_flight += 1
+        group.in_flight += 1
+        self._group_of[slot] = group.id
         return slot
 
     def _grow(self) -> None:
         """Twice the slots, or as many as the rows in flight may need (never more)."""
         size = len(self._pending)
         more = max(1, min(size, self._c.config.in_flight - size))
-        for name in ("_where", "_length", "_answered", "_pending", "_round", "_failed"):
+        for name in ("_where", "_length", "_answered", "_pending", "_round", "_failed", "_group_of"):
             old = getattr(self, name)
             setattr(self, name, np.concatenate([old, np.zeros((more, *old.shape[1:]), old.dtype)]))
 
@@ -479,7 +522,10 @@ class ParkedRows:
         self._free.append(slot)
         self.in_flight -= 1
         self._wakes["room"].set()
-        self._check_over()
+        group = self._groups.get(int(self._group_of[slot]))
+        if group is not None:  # else its call has returned (abandoned by a stop)
+            group.in_flight -= 1
+            self._check_over(group)
 
     def _keep(self, slot: int, place: int, data: bytes) -> None:
         self._where[slot, place] = self._scratch.put(data)
@@ -499,6 +545,7 @@ class ParkedRows:
         return [JudgeCallRecord.model_validate_json(self._read(slot, place))
                 for place in range(start, stop) if self._answered[slot, place]]
 
-    def _check_over(self) -> None:
-        if self._fed and not self.in_flight and not self._over.done():
-            self._over.set_result(None)
+    @staticmethod
+    def _check_over(group: _Group) -> None:
+        if group.fed and not group.in_flight and not group.over.done():
+            group.over.set_result(None)

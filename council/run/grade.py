@@ -82,7 +82,7 @@ async def _grade_sharded(
     """Grade the run with shard workers across the cluster (:mod:`council.cluster.driver`)."""
     from council.cluster.driver import drive_shards
 
-    done = await drive_shards(folder.path, info.lines(), config, items, endpoints, names, shards, stop,
+    done = await drive_shards(folder.path, info.located(), config, items, endpoints, names, shards, stop,
                               rows=info.rows, on_progress=on_progress)
     budget = None
     if config.budget_usd is not None:

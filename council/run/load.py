@@ -64,11 +64,12 @@ class RowsInfo:
             yield row
         self.fingerprint = builder.hexdigest()
 
-    def lines(self) -> Iterator[bytes]:
-        """The rows of the run folder as raw JSON lines (a sharded run hands them out unparsed)."""
+    def located(self) -> Iterator[tuple[int, bytes]]:
+        """The rows of the run folder as raw JSON lines, each with its location in ``rows.jsonl``
+        (:func:`council.store.archive.iter_located`; a sharded run hands them out unparsed, or by location)."""
         if self.path is None:
             return iter(())
-        return archive.iter_lines(self.path / ROWS)
+        return archive.iter_located(self.path / ROWS)
 
     def read(self) -> Iterator[ResponseRow]:
         """The rows of the run folder, one at a time (none for a run that elicits its rows)."""

@@ -14,6 +14,7 @@ A line's location is an int: ``offset << 1`` for a line at byte ``offset`` of th
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -71,10 +72,18 @@ def iter_lines(path: Path) -> Iterator[bytes]:
         yield line
 
 
-def iter_located(path: Path, tail: IO[bytes] | None = None) -> Iterator[tuple[int, bytes]]:
+def lines_from(path: Path, first: int, count: int) -> list[bytes]:
+    """The ``count`` lines with content of the archive ``path`` from the location ``first`` on (a location
+    :func:`iter_located` gave)."""
+    return list(itertools.islice((line for _, line in iter_located(path, start=first) if line.strip()), count))
+
+
+def iter_located(path: Path, tail: IO[bytes] | None = None, start: int | None = None) -> Iterator[tuple[int, bytes]]:
     """:func:`iter_lines` with each line's location. ``tail``, when given, is an open handle of the plain
     file to read (it is left open). The tail is opened before the frames are listed, so a compaction while
-    reading leaves its lines in that handle, or in a frame and that handle (and then skipped there)."""
+    reading leaves its lines in that handle, or in a frame and that handle (and then skipped there). With
+    ``start`` (a location this gave), the lines before it are not read."""
+    first_frame, first_line = split_location(start) if start is not None else (0, 0)
     own = None
     if tail is None:
         try:
@@ -85,27 +94,28 @@ def iter_located(path: Path, tail: IO[bytes] | None = None) -> Iterator[tuple[in
     try:
         last = b""
         try:
-            handle = open(zst_path(path), "rb")
+            handle = open(zst_path(path), "rb") if first_frame is not None else None
         except FileNotFoundError:
-            pass
-        else:
+            handle = None
+        if handle is not None:
             with handle:
                 end = os.fstat(handle.fileno()).st_size
-                for offset, stop in _frames(handle, end, zst_path(path)):
+                for offset, stop in _frames(handle, end, zst_path(path), first_frame):
                     last = _content(handle, offset, stop, zst_path(path))
                     for number, line in enumerate(last.splitlines(keepends=True)):
-                        yield frame_location(offset, number), line
+                        if offset != first_frame or number >= first_line:
+                            yield frame_location(offset, number), line
         if tail is None:
             return
-        tail.seek(0)
-        start = 0
-        if last and os.fstat(tail.fileno()).st_size >= len(last):
+        at = first_line if first_frame is None else 0  # a start in the tail: its byte
+        tail.seek(at)
+        if last and not at and os.fstat(tail.fileno()).st_size >= len(last):
             if tail.read(len(last)) == last:  # a compaction that crashed before replacing the tail
-                start = len(last)
-            tail.seek(start)
+                at = len(last)
+            tail.seek(at)
         for line in tail:
-            yield tail_location(start), line
-            start += len(line)
+            yield tail_location(at), line
+            at += len(line)
     finally:
         if own is not None:
             own.close()
@@ -227,10 +237,9 @@ def cut_torn_line(path: Path) -> None:
             handle.truncate(pos)
 
 
-def _frames(handle: IO[bytes], end: int, name: Path) -> Iterator[tuple[int, int]]:
-    """``(start, stop)`` of each complete frame of an open ``.zst`` file up to byte ``end``; stops at a torn
-    last frame (one that runs past ``end``, or zero bytes up to ``end``)."""
-    offset = 0
+def _frames(handle: IO[bytes], end: int, name: Path, offset: int = 0) -> Iterator[tuple[int, int]]:
+    """``(start, stop)`` of each complete frame of an open ``.zst`` file from byte ``offset`` (a frame's start) up to
+    byte ``end``; stops at a torn last frame (one that runs past ``end``, or zero bytes up to ``end``)."""
     while offset < end:
         stop = _frame_end(handle, offset, end, name)
         if stop is None:

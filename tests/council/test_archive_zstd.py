@@ -446,3 +446,22 @@ def test_killed_writers_lose_nothing_and_repeat_nothing(tmp_path):
     index = ArchiveIndex.build(folder.path)
     assert len(index) == count
     index.close()
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_lines_are_read_from_a_location_on_over_frames_and_the_tail(tmp_path, compress):
+    """A sharded batch run's worker reads its chunk of rows from where the driver says it starts: from any line of
+    a frame, across frames into the tail, or from the tail."""
+    records = [record(random.Random(i), f"r{i:05d}::m", MEMBERS[i % len(MEMBERS)], 1)
+               for i in range(2 * archive.FRAME_LINES + 300)]
+    folder = new_folder(tmp_path, "z", compress=compress)
+    for r in records:
+        folder.append(r)
+    path = folder.path / ROUND_FILES[1]
+    located = list(archive.iter_located(path))
+    lines = [line for _, line in located]
+    assert len(lines) == len(records)
+    ends = [0, 1, archive.FRAME_LINES - 3, archive.FRAME_LINES, 2 * archive.FRAME_LINES - 1, len(lines) - 5]
+    for k in ends:
+        assert archive.lines_from(path, located[k][0], 7) == lines[k:k + 7], k
+    folder.close()

@@ -8,6 +8,7 @@ answers whatever order they ask in."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import hashlib
 from collections.abc import Iterator
 
@@ -15,6 +16,7 @@ import pytest
 
 import bank
 from council.core.errors import ProviderUnavailable
+from council.cluster.shard import RecordLink, ShardWorker
 from council.core.schema import JudgeCallRecord, ResponseRow
 from council.grading.coordinator import Coordinator
 from council.grading.parked import Scratch
@@ -179,3 +181,43 @@ def test_scratch_gives_back_a_file_once_nothing_in_it_is_needed(tmp_path):
         scratch.release(where)
     assert scratch.files == 1
     scratch.close()
+
+
+async def test_a_shard_workers_chunks_share_one_parked_rows_and_let_their_rows_go(tmp_path):
+    """A sharded batch run's worker grades its chunks at once (as many as its rows in flight allow): they share one
+    set of slots and scratch files, not one each, and a chunk's rows are on disk only while their votes wait (its
+    lines and rows are let go once taken in). Every row is graded as one run grades it."""
+    config = CouncilConfig(transport="batch")
+    pool = WaitingPool(config)
+    sent: list[JudgeCallRecord] = []
+
+    async def send(records: list[JudgeCallRecord], refusals: list) -> None:
+        sent.extend(records)
+
+    async def fetch(row_ids: list[str]) -> tuple[list, list]:
+        return [], []
+
+    worker = ShardWorker(config, list(ITEMS.values()), pool, RecordLink(send), fetch, [])
+    worker.coordinator._scratch_dir = tmp_path
+    rows = list(copies(48))
+    chunks = [[r.model_dump_json().encode() for r in rows[k:k + 12]] for k in range(0, len(rows), 12)]
+    ids = {r.row_id for r in rows}
+    del rows
+    grading = asyncio.gather(*(worker.grade(chunk) for chunk in chunks))
+    for _ in range(500):
+        await asyncio.sleep(0.01)
+        if len({row_id for row_id, _, _ in pool.asked}) == len(ids):
+            break
+    parked = worker.coordinator._parked
+    assert parked is not None and parked.in_flight == len(ids)  # one instance holds every chunk's rows
+    assert all(chunk == [] for chunk in chunks)
+    gc.collect()
+    assert not [o for o in gc.get_objects() if type(o) is ResponseRow and o.row_id in ids]
+    while not grading.done():
+        pool.answer()
+        await asyncio.sleep(0.01)
+    results = await grading
+    assert sum(r["rows"] for r in results) == len(ids) and not any(r["stopped"] for r in results)
+    await worker.link.flush()
+    assert {r.row_id for r in sent} == ids
+    assert worker.coordinator._parked is None and not list(tmp_path.iterdir())  # closed once the last chunk ended

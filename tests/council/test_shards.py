@@ -15,6 +15,7 @@ from council.cluster.shard import RecordLink, ShardWorker
 from council.cluster.writer import RunWriter
 from council.core.schema import BankItem, ResponseRow
 from council.grading.pools import LocalPool
+from council.grading.stop import StopControl
 from council.protocol.config import CouncilConfig
 from council.run.runner import RunRequest, provider_endpoint, run_council
 from council.sim import SimConfig, TruthTable, start_sim
@@ -62,9 +63,9 @@ async def test_two_shard_workers_archive_what_one_coordinator_does(tmp_path):
     try:
         workers = [worker(0), worker(1)]
         lines = (sharded / ROWS).read_bytes().splitlines(keepends=True)
-        parts = list(chunks(lines, 12))
+        parts = [part for _, part in chunks(enumerate(lines), 12)]
         assert len(parts) > 4
-        results = await asyncio.gather(*(workers[k % 2].grade(part) for k, part in enumerate(parts)))
+        results = await asyncio.gather(*(workers[k % 2].grade(list(part)) for k, part in enumerate(parts)))
         assert sum(r["rows"] for r in results) == len(rows) and not any(r["stopped"] for r in results)
         issued = sum(w.totals()["issued"] for w in workers)
         assert issued == reference.issued
@@ -73,7 +74,7 @@ async def test_two_shard_workers_archive_what_one_coordinator_does(tmp_path):
         # The same chunks again, to a fresh worker: everything is served from the archive, nothing is paid.
         again = worker(2)
         for part in parts[:3]:
-            await again.grade(part)
+            await again.grade(list(part))
         assert again.totals()["issued"] == 0
         assert again.totals()["served_from_archive"] > 0
         for w in [*workers, again]:
@@ -106,3 +107,33 @@ async def test_record_link_sends_batches_and_flush_waits():
     link.put(250)  # type: ignore[arg-type]
     await asyncio.sleep(0.2)  # the linger sends a lone record without a flush
     assert sent[-1] == [250] and link.sent == 251
+
+
+async def test_the_chunk_of_a_lost_worker_goes_to_another_read_again_from_its_place():
+    """The driver keeps where a chunk in progress is, not its rows: a chunk whose worker is lost for good is handed
+    to another worker by its place (its lines are read again: ``None`` here), and every row is done once."""
+    from council.cluster.driver import _dispatch
+    from council.core import logs
+
+    class Lost(Exception):
+        pass
+
+    calls = []
+
+    async def grade(worker: int, chunk, lines):  # noqa: ANN001
+        calls.append((worker, chunk, lines))
+        await asyncio.sleep(0)
+        if worker == 0:
+            raise Lost("worker 0 is gone")
+        return {"rows": chunk.count, "stopped": None, "detail": None}
+
+    located = [(10 * k, b'{"row": %d}\n' % k) for k in range(10)]
+    outcome = await _dispatch([0, 1], chunks(located, 3), 2, StopControl(), None, logs.get_logger("test"), Lost,
+                              grade)
+    assert outcome.rows_done == 10
+    lost = [chunk for worker, chunk, _ in calls if worker == 0]
+    again = [(chunk, lines) for worker, chunk, lines in calls if worker == 1 and chunk in lost]
+    assert lost and sorted(c.first for c, _ in again) == sorted(c.first for c in lost)
+    assert all(lines is None for _, lines in again)
+    done = [(c.first, c.count) for worker, c, _ in calls if worker == 1]
+    assert sorted(done) == [(0, 3), (30, 3), (60, 3), (90, 1)]
