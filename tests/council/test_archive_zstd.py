@@ -132,13 +132,18 @@ def disk_size(folder: RunFolder) -> int:
     return sum(p.stat().st_size for p in folder.path.iterdir() if ".jsonl" in p.name)
 
 
-def test_round_trip_over_several_frames_and_a_tail(tmp_path):
+def filled(tmp_path: Path, compress: bool = True) -> tuple[list[JudgeCallRecord], RunFolder, Path]:
+    """A run folder whose round-one file holds two frames' worth of records and 300 more (the tail)."""
     records = [record(random.Random(i), f"r{i:05d}::m", MEMBERS[i % len(MEMBERS)], 1)
                for i in range(2 * archive.FRAME_LINES + 300)]
-    folder = new_folder(tmp_path, "z", compress=True)
+    folder = new_folder(tmp_path, "z", compress=compress)
     for r in records:
         folder.append(r)
-    path = folder.path / ROUND_FILES[1]
+    return records, folder, folder.path / ROUND_FILES[1]
+
+
+def test_round_trip_over_several_frames_and_a_tail(tmp_path):
+    records, folder, path = filled(tmp_path)
     assert len(frames(archive.zst_path(path))) == 2  # compacted twice at the threshold
     assert len(path.read_bytes().splitlines()) == 300  # the tail, not compressed yet
     assert folder.read_records(1) == records  # read while the run is live
@@ -452,12 +457,7 @@ def test_killed_writers_lose_nothing_and_repeat_nothing(tmp_path):
 def test_lines_are_read_from_a_location_on_over_frames_and_the_tail(tmp_path, compress):
     """A sharded batch run's worker reads its chunk of rows from where the driver says it starts: from any line of
     a frame, across frames into the tail, or from the tail."""
-    records = [record(random.Random(i), f"r{i:05d}::m", MEMBERS[i % len(MEMBERS)], 1)
-               for i in range(2 * archive.FRAME_LINES + 300)]
-    folder = new_folder(tmp_path, "z", compress=compress)
-    for r in records:
-        folder.append(r)
-    path = folder.path / ROUND_FILES[1]
+    records, folder, path = filled(tmp_path, compress)
     located = list(archive.iter_located(path))
     lines = [line for _, line in located]
     assert len(lines) == len(records)
