@@ -180,7 +180,7 @@ class BatchJudge:
 
     # -- the votes' senders --------------------------------------------------------------------------------------
     def _task(self, entry: int) -> JudgeTask | None:
-        """The vote's task, asked of its sender (None: its sender is gone)."""
+        """The vote's task, asked of its sender (None: its sender is gone, or waits for it no more)."""
         receiver, ticket = self._entries.receiver(entry)
         return receiver.task(ticket) if receiver is not None else None
 

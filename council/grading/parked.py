@@ -249,6 +249,7 @@ class ParkedRows:
         self._next_group = 0
         self._loops: list[asyncio.Task[None]] = []
         self._error: BaseException | None = None  # a loop's: every call fails with it
+        self._closed = False
 
     async def grade(self, rows: Iterator[ResponseRow]) -> None:
         """Grade ``rows``, beside the rows of other calls in progress (a shard worker's chunks share one instance);
@@ -287,6 +288,7 @@ class ParkedRows:
             loop.cancel()
         await asyncio.gather(*self._loops, return_exceptions=True)
         self._loops = []
+        self._closed = True
         self._scratch.close()
 
     def _begin(self) -> None:
@@ -439,9 +441,9 @@ class ParkedRows:
                 self.done(held.pop(), None, Stopped("run stopping"))
 
     # -- the judges' side (council.transport.tickets.Receiver) ---------------------------------------------------
-    def task(self, ticket: int) -> JudgeTask:
-        """The task of the vote ``ticket``, read back."""
-        return self._vote(*divmod(ticket, self._places))[1]
+    def task(self, ticket: int) -> JudgeTask | None:
+        """The task of the vote ``ticket``, read back (None once closed: no one waits for it any more)."""
+        return None if self._closed else self._vote(*divmod(ticket, self._places))[1]
 
     def done(self, ticket: int, record: JudgeCallRecord | None, error: BaseException | None) -> None:
         """The vote ``ticket`` answered (or failed): taken in by the collecting loop."""

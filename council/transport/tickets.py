@@ -28,7 +28,7 @@ NUMBER_BITS = 20  # an entry is its ticket << NUMBER_BITS | its receiver's numbe
 class Receiver(Protocol):
     """Whoever sent votes by ticket."""
 
-    def task(self, ticket: int) -> JudgeTask: ...  # the vote's task, as it was sent
+    def task(self, ticket: int) -> JudgeTask | None: ...  # the vote's task as it was sent; None: no one waits for it
 
     def done(self, ticket: int, record: JudgeCallRecord | None, error: BaseException | None) -> None: ...
 
