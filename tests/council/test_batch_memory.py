@@ -85,7 +85,8 @@ async def held_bytes(n: int, url: str, folder: Path, pad: int) -> int:
         while sum(j.stats.votes for j in judges) < expected or any(j.sender._queued for j in judges):
             assert not run.done(), run.exception()
             await asyncio.sleep(0.02)  # bounded by the test's timeout
-        while any(not j.sender._open for j in judges) or len(archived) < synchronous:
+        while len(archived) < synchronous or any(  # every request in an open batch
+                sum(len(o.entry.keys) for o in j.sender._open.values()) < len(j.sender.waited) for j in judges):
             await asyncio.sleep(0.02)
         del archived[:]
         gc.collect()
