@@ -100,15 +100,19 @@ def test_a_resume_beside_a_running_run_is_refused_and_every_vote_is_recorded_onc
     runs = tmp_path / "runs"
     with sim_process(slow, tmp_path) as url:
         common = ["--backend", "local", "--provider-url", url, "--no-check", "--runs-dir", str(runs), "--no-report"]
-        with command(council("run", "--run-id", "busy", "--responses", str(rows), *common),
-                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) as first:
+        # the second process is started (its imports done) before the first, and let go the moment the first has
+        # archived votes: a loaded machine's start-up must not outlast the first run
+        ready = "import sys; from council.cli import main; sys.stdin.readline(); sys.exit(main(sys.argv[1:]))"
+        with command([sys.executable, "-c", ready, "run", "--resume", "busy", *common], stdin=subprocess.PIPE,
+                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as second, \
+                command(council("run", "--run-id", "busy", "--responses", str(rows), *common),
+                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) as first:
             deadline = time.monotonic() + 60
             while not (runs / "busy" / "round1.jsonl").exists() and time.monotonic() < deadline:
                 time.sleep(0.02)
-            second = subprocess.run(council("run", "--resume", "busy", *common), capture_output=True, text=True,
-                                    timeout=60)
+            _, said = second.communicate("go\n", timeout=60)
             assert first.poll() is None, "the first run ended before the second began"
-            assert second.returncode == EXIT_INPUT and f"pid {first.pid}" in second.stderr
+            assert second.returncode == EXIT_INPUT and f"pid {first.pid}" in said
             assert first.wait(120) == EXIT_OK
     folder = RunFolder.open_run(runs, "busy")
     for round_ in (1, 2):
