@@ -365,12 +365,3 @@ def _custom_id(tasks: list[JudgeTask], taken: Any) -> str:
     while cid in taken:
         cid = hashlib.sha256(f"{cid}\x1f{uuid.uuid4().hex}".encode()).hexdigest()[:32]
     return cid
-
-
-def share_of(usage: Usage, share: tuple[int, int]) -> Usage:
-    """Vote ``index``'s part of a request's usage shared by ``n`` votes (the parts add up to the whole); nothing
-    when ``n`` is 0."""
-    index, n = share
-    if n == 0:
-        return Usage()
-    return usage if n == 1 else split_usage(usage, n)[index]

@@ -58,9 +58,6 @@ class Futures:
         else:
             held[1].set_result(record)  # type: ignore[arg-type]
 
-    def __len__(self) -> int:
-        return len(self._held)
-
 
 class Entries:
     """A waiting vote as one integer, its ticket and its receiver's number (receivers are held weakly: the entries of
