@@ -4,8 +4,8 @@ Data: the shipped sample (960 rows) copied until there are N rows (250,000 by de
 ``bench/run_scale.py``: copy k keeps each row's item id, gets the row id ``<row_id>#<k>`` and `` [copy k]`` after its
 response, so the provider sees distinct rows.
 
-Driver: the command line itself (``council.cli.main``: ``council run --backend local --simulate --no-report``), in
-a fresh child process per run, with the embedded provider in a process of its own (the command starts it so for
+Driver: the command line itself (``council.cli.main``: ``council run --backend local --simulate --no-report``;
+``--backend ray`` puts the judges in Ray actors and measures the driver), in a fresh child process per run, with the embedded provider in a process of its own (the command starts it so for
 any run over a few hundred rows). The child reports its peak RSS (VmHWM of /proc/self/status once the command has
 returned: grading, scoring and the tables). Each transport runs twice, at ``--small`` rows (2,880) and at N: the
 small run is the baseline measured in the same run, so the figures are ratios (throughput at N against throughput
@@ -30,6 +30,7 @@ Run from the repository root (about 25 minutes on 2 cores at 250,000 rows):
     python bench/large_regrade.py
     python bench/large_regrade.py --rows 20000 --out quick.json          # a quick look
     python bench/large_regrade.py --transports batch --update          # one side again, the other kept
+    python bench/large_regrade.py --backend ray --transports sync --rows 57600 --out ray.json   # Ray's driver
 """
 
 from __future__ import annotations
@@ -72,11 +73,11 @@ def _config(folder: Path, transport: str) -> Path:
     return path
 
 
-def run_once(responses: Path, rows: int, transport: str, work: Path) -> dict:
+def run_once(responses: Path, rows: int, transport: str, work: Path, backend: str = "local") -> dict:
     """One ``council run`` in a child process: its figures."""
     runs = work / "runs"
     run_id = f"{transport}-{rows}"
-    argv = ["run", "--backend", "local", "--simulate", "--no-report", "--no-check", "--responses", str(responses),
+    argv = ["run", "--backend", backend, "--simulate", "--no-report", "--no-check", "--responses", str(responses),
             "--runs-dir", str(runs), "--run-id", run_id, "--config", str(_config(work, transport)),
             "--progress-every", "0"]
     start = time.perf_counter()
@@ -137,11 +138,13 @@ def main() -> int:
     ap.add_argument("--rows", type=int, default=250_000)
     ap.add_argument("--small", type=int, default=2_880, help="the baseline run's rows (default 2,880)")
     ap.add_argument("--transports", default="sync,batch")
+    ap.add_argument("--backend", choices=("local", "ray"), default="local",
+                    help="the judges in the command's process (default) or in Ray actors (the driver's memory is measured)")
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--update", action="store_true",
                     help="keep the other transport's figures in --out (same rows and machine), replace these")
     args = ap.parse_args()
-    figures: dict = {"machine": machine(), "rows": args.rows, "small_rows": args.small}
+    figures: dict = {"machine": machine(), "rows": args.rows, "small_rows": args.small, "backend": args.backend}
     if args.update and args.out.exists():
         kept = json.loads(args.out.read_text())
         if (kept["rows"], kept["small_rows"], kept["machine"]["cpus"]) == (args.rows, args.small, os.cpu_count()):
@@ -154,10 +157,10 @@ def main() -> int:
             files[n] = work / f"responses-{n}.jsonl"
             make_responses(n, files[n])
         for transport in args.transports.split(","):
-            small = run_once(files[args.small], args.small, transport, work)
+            small = run_once(files[args.small], args.small, transport, work, args.backend)
             print(f"{transport:5} {args.small:>9,} rows: {small['rows_per_s']:8,.1f} rows/s, peak RSS "
                   f"{small['peak_rss_mb']:7.1f} MB, judge cost ${small['judge_cost_usd']:,.2f}", flush=True)
-            large = run_once(files[args.rows], args.rows, transport, work)
+            large = run_once(files[args.rows], args.rows, transport, work, args.backend)
             print(f"{transport:5} {args.rows:>9,} rows: {large['rows_per_s']:8,.1f} rows/s, peak RSS "
                   f"{large['peak_rss_mb']:7.1f} MB, judge cost ${large['judge_cost_usd']:,.2f}, "
                   f"{large['disk_bytes_per_row']:,} B/row on disk", flush=True)
