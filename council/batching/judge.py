@@ -102,10 +102,9 @@ class _Pack:
         return messages, max_tokens, response_format
 
     def members(self) -> list[tuple[str, str]]:
+        """The (request key, row id) of its votes, as its body was just made (the journal takes them once)."""
         members, self._members = self._members, None
-        if members is None:
-            tasks = [self.judge._task(e) for e in self.entries if e != NONE]
-            members = [(t.request_key, t.row_id) for t in tasks if t is not None]
+        assert members is not None, "a request's members are asked after its body is made"
         return members
 
     def done(self, outcome: BatchOutcome, batch_id: str | None) -> None:

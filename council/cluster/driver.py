@@ -115,12 +115,12 @@ async def drive_shards(
         depth = max(1, config.in_flight // size)  # a batching vendor's rows wait on batches: many in flight
         rows_path = folder / ROWS
 
-        def send(worker: Any, chunk: Chunk, lines: list[bytes] | None) -> Any:
+        def start(worker: Any, chunk: Chunk, lines: list[bytes] | None) -> Any:
             if config.batching:
                 return worker.grade_at.remote(chunk.first, chunk.count)
             return worker.grade.remote(lines if lines is not None else lines_from(rows_path, chunk.first, chunk.count))
 
-        outcome = await _dispatch(workers, chunks(located, size), depth, stop, on_progress, log, RayActorError, send)
+        outcome = await _dispatch(workers, chunks(located, size), depth, stop, on_progress, log, RayActorError, start)
         outcome.placement_s = placement_s
         outcome.archived_cost_usd = archived["cost_usd"]
         totals = await asyncio.gather(*(w.totals.remote() for w in workers), return_exceptions=True)

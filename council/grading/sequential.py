@@ -37,11 +37,10 @@ from council.core.schema import BankItem, JudgeCallRecord, MemberSpec
 from council.grading.stop import Stopped
 from council.protocol.config import CouncilConfig
 from council.protocol.deliberation import (
-    audit_change, audit_first_slice, audit_wave, changed_levels, changed_verdicts, keep_auditing, next_slice_end,
+    CODE, audit_change, audit_first_slice, audit_wave, changed_levels, changed_verdicts, keep_auditing, next_slice_end,
 )
 from council.transport.judge import JudgeTask
 
-_CODE = {"correct": agg.CORRECT, "incorrect": agg.INCORRECT}
 
 
 @dataclass
@@ -188,7 +187,7 @@ class SequentialAudit:
 
 
 def _code(record: JudgeCallRecord | None) -> int:
-    return agg.MISSING if record is None or record.parse_status == "error" else _CODE.get(record.verdict, agg.MISSING)
+    return agg.MISSING if record is None or record.parse_status == "error" else CODE.get(record.verdict, agg.MISSING)
 
 
 async def audit_round_two(votes: Sequence[tuple[MemberSpec, JudgeTask]],

@@ -61,6 +61,7 @@ from council.protocol.prompts import CACHED_VERSION, CONVERSATION_VERSION, PROMP
 
 Mode = Literal["all", "disputed"]
 MODES: tuple[str, ...] = ("all", "disputed")
+CODE = {"correct": agg.CORRECT, "incorrect": agg.INCORRECT}  # a verdict as the aggregator's vote code
 LEVEL_SPREAD = 1  # a graded row is disputed when some dimension's levels spread by more than this
 AUDIT_CI = 0.95  # the audit's interval
 CACHE_MIN_TOKENS = 1024

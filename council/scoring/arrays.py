@@ -23,12 +23,11 @@ import numpy as np
 import aggregator as agg
 from council.core.schema import MemberSpec, Scale
 from council.protocol.anonymise import self_identifies
-from council.protocol.deliberation import Role, Rule, disputed, disputed_levels
+from council.protocol.deliberation import CODE, Role, Rule, disputed, disputed_levels
 from council.protocol.panels import panel
 from council.scoring.anonymity import ShownCounts
 from council.store.runfolder import ELICITED, iter_json
 
-CODE = {"correct": agg.CORRECT, "incorrect": agg.INCORRECT}
 WORD = {code: word for word, code in CODE.items()}  # the inverse of CODE
 SPEND = ("reasoning_tokens", "tokens_per_s", "cost_usd")  # the columns of ``VoteArrays.spend``
 
